@@ -911,6 +911,20 @@ impl<'a> Scope<'a> {
                         Func::Mod | Func::Power | Func::Log => 2,
                         _ => 0,
                     };
+                    // GREATEST and LEAST with a number compare numbers: an
+                    // ENUM or SET among them is its index or bits (and is
+                    // the answer as such), as MariaDB's.
+                    let numbers = if matches!(f, Func::Greatest | Func::Least)
+                        && args.iter().any(|a| {
+                            matches!(
+                                self.kind(a),
+                                Kind::Int { .. } | Kind::Dec { .. } | Kind::Double
+                            )
+                        }) {
+                        args.len()
+                    } else {
+                        numbers
+                    };
                     for a in args.iter_mut().take(numbers) {
                         *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
                     }
