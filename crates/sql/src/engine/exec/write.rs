@@ -891,9 +891,15 @@ fn insert_rows(
             handles.into_iter().zip(chunk).zip(keys).zip(at)
         {
             if let Some(read) = read {
-                if matches!(outcome.result(read), Some(OpResult::Row(_))) {
-                    affected += 1;
-                    duplicates += 1;
+                // A row replaced by one the same counts once where the
+                // primary key is the table's only unique key: MariaDB
+                // then updates the record and finds it the same (with
+                // another unique key after it, it deletes and inserts).
+                if let Some(OpResult::Row(old)) = outcome.result(read) {
+                    if unique || !same_row(def, old, row) {
+                        affected += 1;
+                        duplicates += 1;
+                    }
                 }
             }
             match outcome.result(write) {
@@ -1204,6 +1210,34 @@ fn unique_value_holder(
         tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
     )?;
     Ok(hit.into_iter().next().map(|(_, pk)| pk))
+}
+
+/// Whether the row `old` a key holds is the row `new` (its given columns,
+/// the others their defaults) would write. A BLOB or TEXT longer than the
+/// row keeps of it is taken as different.
+fn same_row(def: &schema::TableDef, old: &skarv_client::Row, new: &[(usize, Value)]) -> bool {
+    // A BLOB's or TEXT's head is the whole value when it is not longer.
+    let whole_head = |was: &Value, bytes: &[u8]| match was {
+        Value::BlobHead {
+            total_bytes,
+            inline,
+        } => *total_bytes == inline.len() as u64 && inline.as_slice() == bytes,
+        _ => false,
+    };
+    old.columns().len() == def.columns.len()
+        && old.columns().iter().zip(old.values()).all(|(c, was)| {
+            let given = new.iter().find(|(p, _)| p == c).map(|(_, v)| v);
+            match given.or(def.columns[*c].default.as_ref()) {
+                None => was.is_null(),
+                Some(Value::String(s)) if matches!(was, Value::BlobHead { .. }) => {
+                    whole_head(was, s.as_bytes())
+                }
+                Some(Value::Bytes(b)) if matches!(was, Value::BlobHead { .. }) => {
+                    whole_head(was, b)
+                }
+                Some(now) => was == now,
+            }
+        })
 }
 
 /// Takes back the rows a failed INSERT wrote, so that inside a
