@@ -1292,6 +1292,15 @@ pub fn like(text: &str, pattern: &str, escape: char, ci: bool) -> bool {
     toks[pi..].iter().all(|t| *t == Tok::Any)
 }
 
+/// What follows the integer `text` starts with (after blanks and a sign),
+/// None when it starts with none.
+fn integer_text_rest(text: &str) -> Option<&str> {
+    let unsigned = text.trim_start_matches([' ', '\t', '\n', '\r']);
+    let unsigned = unsigned.strip_prefix(['-', '+']).unwrap_or(unsigned);
+    let rest = unsigned.trim_start_matches(|c: char| c.is_ascii_digit());
+    (rest.len() < unsigned.len()).then_some(rest)
+}
+
 /// `CAST(v AS to)`.
 pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     if v.is_null() {
@@ -1357,13 +1366,27 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 }
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b).into_owned();
-                    let (prefix, whole) = str_number_prefix(&text);
-                    if !whole {
-                        ctx.warn(
-                            codes::TRUNCATED_WRONG_VALUE,
-                            format!("Truncated incorrect INTEGER value: '{text}'"),
-                        );
-                    }
+                    let (prefix, _) = str_number_prefix(&text);
+                    // Read as an integer, as MariaDB's my_strtoll10: a
+                    // fraction or an exponent is cut (a warning), trailing
+                    // spaces too (a note).
+                    let whole = match integer_text_rest(&text) {
+                        Some("") => true,
+                        Some(rest) if rest.trim_matches(' ').is_empty() => {
+                            ctx.note(
+                                codes::TRUNCATED_WRONG_VALUE,
+                                format!("Truncated incorrect INTEGER value: '{text}'"),
+                            );
+                            true
+                        }
+                        _ => {
+                            ctx.warn(
+                                codes::TRUNCATED_WRONG_VALUE,
+                                format!("Truncated incorrect INTEGER value: '{text}'"),
+                            );
+                            false
+                        }
+                    };
                     let int_part = prefix.split(['.', 'e', 'E']).next().unwrap_or("");
                     // Past BIGINT UNSIGNED or below BIGINT: the nearest of
                     // them and 1292, as MariaDB's (then wrapped to the type
