@@ -219,6 +219,9 @@ pub mod codes {
     pub const CANT_CREATE_FILE_EE: u16 = 1;
     /// A syntax MariaDB still takes and means to drop.
     pub const WARN_DEPRECATED_SYNTAX: u16 = 1287;
+    /// "Incorrect DATE value: '…'" (a temporal literal that is not one;
+    /// SQLSTATE HY000).
+    pub const WRONG_VALUE: u16 = 1525;
 }
 
 /// The SQLSTATE MySQL gives an error number ("HY000" when it gives none).

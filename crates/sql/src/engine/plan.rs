@@ -86,7 +86,9 @@ pub fn access(
 /// literal compared with a number column is also read as a number once
 /// ([`super::expr::eval::compared_number`]), as MariaDB caches it, with
 /// its warning once (MariaDB reads it at the first row that compares, so
-/// a strict write counts that warning as a row's). Borrowed as it is when
+/// a strict write counts that warning as a row's); one compared with a
+/// TIME column is read as a TIME once whatever `numbers` says (MariaDB
+/// converts it before it reads a row). Borrowed as it is when
 /// there is nothing to fold (the common case: nothing is copied).
 pub fn fold_constants<'e>(
     table: &TableInfo,
@@ -98,13 +100,12 @@ pub fn fold_constants<'e>(
     let Some(cond) = cond else {
         return Ok(None);
     };
-    let table = numbers.then_some(table);
-    if !has_constant_part(table, cond) {
+    if !has_constant_part(table, numbers, cond) {
         return Ok(Some(Cow::Borrowed(cond)));
     }
     let mut kept: Vec<Expr> = Vec::new();
     for c in cond.conjuncts() {
-        match fold_disjuncts(table, c, ctx)? {
+        match fold_disjuncts(table, numbers, c, ctx)? {
             Folded::True => {}
             Folded::NotTrue => return Ok(Some(Cow::Owned(Expr::Lit(Val::Int(0))))),
             Folded::Expr(e) => kept.push(e),
@@ -125,12 +126,16 @@ enum Folded {
 
 /// Whether a conjunct of `e`, or a disjunct of one, is constant, or (with
 /// `table`) compares a number column of it with a string literal.
-fn has_constant_part(table: Option<&TableInfo>, e: &Expr) -> bool {
+fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
     match e {
         Expr::And(a, b) | Expr::Or(a, b) => {
-            has_constant_part(table, a) || has_constant_part(table, b)
+            has_constant_part(table, numbers, a) || has_constant_part(table, numbers, b)
         }
-        other => other.is_constant() || number_vs_text(table, other).is_some(),
+        other => {
+            other.is_constant()
+                || number_vs_text(numbers.then_some(table), other).is_some()
+                || time_vs_text(table, other)
+        }
     }
 }
 
@@ -158,7 +163,46 @@ fn number_vs_text<'e>(table: Option<&TableInfo>, e: &'e Expr) -> Option<(usize, 
     })
 }
 
-fn fold_disjuncts(table: Option<&TableInfo>, e: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Folded> {
+/// Whether `e` compares a TIME column with string literals (`=`, `IN`,
+/// `BETWEEN`).
+fn time_vs_text(table: &TableInfo, e: &Expr) -> bool {
+    let is_time = |c: &Expr| {
+        matches!(c, Expr::Col(c) if matches!(
+            table.columns.get(*c).map(|c| &c.ty),
+            Some(SqlType::Time { .. })
+        ))
+    };
+    let text = |e: &Expr| matches!(e, Expr::Lit(Val::Str(_)));
+    match e {
+        Expr::Cmp(_, a, b, _) => (is_time(a) && text(b)) || (text(a) && is_time(b)),
+        Expr::In(a, list, ..) => is_time(a) && list.iter().any(text),
+        Expr::Between(a, lo, hi, ..) => is_time(a) && (text(lo) || text(hi)),
+        _ => false,
+    }
+}
+
+/// `e` ([`time_vs_text`]) with its string literals read as TIMEs, once.
+fn time_texts_read(e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
+    let mut read = |e: &Expr| match e {
+        Expr::Lit(Val::Str(t)) => Expr::Lit(Val::Time(super::expr::compared_time(t, ctx))),
+        other => other.clone(),
+    };
+    match e {
+        Expr::Cmp(op, a, b, c) => Expr::Cmp(*op, Box::new(read(a)), Box::new(read(b)), *c),
+        Expr::In(a, list, neg, c) => Expr::In(a.clone(), list.iter().map(read).collect(), *neg, *c),
+        Expr::Between(a, lo, hi, neg, c) => {
+            Expr::Between(a.clone(), Box::new(read(lo)), Box::new(read(hi)), *neg, *c)
+        }
+        other => other.clone(),
+    }
+}
+
+fn fold_disjuncts(
+    table: &TableInfo,
+    numbers: bool,
+    e: &Expr,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Folded> {
     if e.is_constant() {
         return Ok(match e.eval(&[], ctx)?.truth() {
             Some(true) => Folded::True,
@@ -167,7 +211,9 @@ fn fold_disjuncts(table: Option<&TableInfo>, e: &Expr, ctx: &mut Ctx<'_>) -> Sql
     }
     // A string compared with a number column is read as a number once, as
     // MariaDB caches it (its warning once, not per row).
-    if let (Some((_, integer, text)), Expr::Cmp(op, a, b, c)) = (number_vs_text(table, e), e) {
+    if let (Some((_, integer, text)), Expr::Cmp(op, a, b, c)) =
+        (number_vs_text(numbers.then_some(table), e), e)
+    {
         let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
         let (a, b) = match (&**a, &**b) {
             (Expr::Col(_), _) => (a.clone(), Box::new(number)),
@@ -175,13 +221,17 @@ fn fold_disjuncts(table: Option<&TableInfo>, e: &Expr, ctx: &mut Ctx<'_>) -> Sql
         };
         return Ok(Folded::Expr(Expr::Cmp(*op, a, b, *c)));
     }
+    // So are those compared with a TIME column, as TIMEs.
+    if time_vs_text(table, e) {
+        return Ok(Folded::Expr(time_texts_read(e, ctx)));
+    }
     let Expr::Or(a, b) = e else {
         return Ok(Folded::Expr(e.clone()));
     };
-    Ok(match fold_disjuncts(table, a, ctx)? {
+    Ok(match fold_disjuncts(table, numbers, a, ctx)? {
         Folded::True => Folded::True,
-        Folded::NotTrue => fold_disjuncts(table, b, ctx)?,
-        Folded::Expr(a) => match fold_disjuncts(table, b, ctx)? {
+        Folded::NotTrue => fold_disjuncts(table, numbers, b, ctx)?,
+        Folded::Expr(a) => match fold_disjuncts(table, numbers, b, ctx)? {
             Folded::True => Folded::True,
             Folded::NotTrue => Folded::Expr(a),
             Folded::Expr(b) => Folded::Expr(Expr::Or(Box::new(a), Box::new(b))),

@@ -9,8 +9,8 @@ use std::time::Instant;
 use schema::Collation;
 
 use super::value::{
-    self, datetime_of_micros, datetime_of_number, parse_datetime, parse_time, str_number_prefix,
-    Dec, Val, DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
+    self, datetime_of_micros, datetime_of_number, parse_datetime, str_number_prefix, Dec, Val,
+    DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
 };
 use super::{AggFn, AggSpec, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
 use crate::error::{codes, SqlError, SqlResult};
@@ -1024,10 +1024,7 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
             packed_temporal(x).cmp(&packed_temporal(y))
         }
         (Val::Time(a), Val::Time(b)) => a.cmp(b),
-        (Val::Time(a), Val::Str(s)) => match parse_time(&String::from_utf8_lossy(s)) {
-            Some(b) => a.cmp(&b),
-            None => compare_f64(x, y, ctx),
-        },
+        (Val::Time(a), Val::Str(s)) => a.cmp(&super::func::compared_time(s, ctx)),
         (Val::Str(_), Val::Time(_)) => compare(y, x, coll, ctx).reverse(),
         (Val::Str(s), Val::Int(_) | Val::UInt(_)) => compare_text_decimal(s, y, ctx),
         (Val::Int(_) | Val::UInt(_), Val::Str(s)) => compare_text_decimal(s, x, ctx).reverse(),

@@ -2572,6 +2572,77 @@ pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
         }
         other => other.to_text(),
     };
+    match time_of_text(&text) {
+        TimeText::Invalid => {
+            ctx.warn(codes_truncated(), format!("Incorrect time value: '{text}'"));
+            Val::Null
+        }
+        TimeText::Time(m, cut) => {
+            cut.tell(&text, ctx);
+            Val::Time(m)
+        }
+    }
+}
+
+/// A string compared with a TIME, read as MariaDB converts it to one:
+/// [`time_of`]'s reading but not clipped at ±838:59:59 (`tm <
+/// '839:00:00'` holds for 838:59:59), text that is no time 00:00:00,
+/// each with 1292.
+pub fn compared_time(text: &[u8], ctx: &mut Ctx<'_>) -> i64 {
+    let text = String::from_utf8_lossy(text);
+    let trimmed = text.trim();
+    if let Some(m) = super::value::parse_time(trimmed) {
+        let max = TIME_SECONDS_MAX * MICROS_PER_SECOND + 999_999;
+        if m.abs() > max {
+            TimeCut::Truncated.tell(&text, ctx);
+        } else if trimmed.split_once('.').is_some_and(|(_, f)| f.len() > 6) {
+            TimeCut::Digits.tell(&text, ctx);
+        }
+        return m;
+    }
+    match time_of_text(&text) {
+        TimeText::Invalid => {
+            TimeCut::Truncated.tell(&text, ctx);
+            0
+        }
+        TimeText::Time(m, cut) => {
+            cut.tell(&text, ctx);
+            m
+        }
+    }
+}
+
+/// What text reads as for a TIME.
+enum TimeText {
+    /// No time.
+    Invalid,
+    /// A time (microseconds), and how much of the text it took.
+    Time(i64, TimeCut),
+}
+
+/// How text read as a TIME was cut.
+enum TimeCut {
+    /// Not.
+    Whole,
+    /// Text after the time, or past ±838:59:59 (clipped): a warning.
+    Truncated,
+    /// Fraction digits past six: a note.
+    Digits,
+}
+
+impl TimeCut {
+    fn tell(&self, text: &str, ctx: &mut Ctx<'_>) {
+        let message = || format!("Truncated incorrect time value: '{text}'");
+        match self {
+            TimeCut::Whole => {}
+            TimeCut::Truncated => ctx.warn(codes_truncated(), message()),
+            TimeCut::Digits => ctx.note(codes_truncated(), message()),
+        }
+    }
+}
+
+/// Reads text as [`time_of`] does.
+fn time_of_text(text: &str) -> TimeText {
     let trimmed = text.trim();
     // A number of more than 6 integer digits, or text with a date, is a
     // date and time.
@@ -2583,7 +2654,7 @@ pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
             .all(|b| b.is_ascii_digit());
     if !digits_only || whole.trim_start_matches('-').len() > 6 {
         if let Some((_, Some(t))) = super::value::parse_datetime(trimmed) {
-            return Val::Time(time_of_day_micros(t));
+            return TimeText::Time(time_of_day_micros(t), TimeCut::Whole);
         }
     }
     // The longest prefix that reads as a time.
@@ -2593,28 +2664,23 @@ pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
         .count();
     let prefix = trimmed[..valid].trim_end();
     let Some(m) = super::value::parse_time(prefix).filter(|_| !prefix.is_empty()) else {
-        ctx.warn(codes_truncated(), format!("Incorrect time value: '{text}'"));
-        return Val::Null;
+        return TimeText::Invalid;
     };
     let max = TIME_SECONDS_MAX * MICROS_PER_SECOND + 999_999;
-    if prefix.len() < trimmed.len() || m.abs() > max {
-        ctx.warn(
-            codes_truncated(),
-            format!("Truncated incorrect time value: '{text}'"),
-        );
+    let cut = if prefix.len() < trimmed.len() || m.abs() > max {
+        TimeCut::Truncated
     } else if prefix.split_once('.').is_some_and(|(_, f)| f.len() > 6) {
-        ctx.note(
-            codes_truncated(),
-            format!("Truncated incorrect time value: '{text}'"),
-        );
-    }
+        TimeCut::Digits
+    } else {
+        TimeCut::Whole
+    };
     // Past the range, clipped at its largest whole second, as MariaDB's
     // (838:59:59.999999 itself is in it).
     if m.abs() > max {
         let whole = TIME_SECONDS_MAX * MICROS_PER_SECOND;
-        return Val::Time(m.clamp(-whole, whole));
+        return TimeText::Time(m.clamp(-whole, whole), cut);
     }
-    Val::Time(m)
+    TimeText::Time(m, cut)
 }
 
 /// [`time_micros`], where text may also be a date and time (its time

@@ -20,8 +20,8 @@ use sqlparser::ast::{self, Spanned};
 use sqlparser::tokenizer::Location;
 
 pub use eval::{Ctx, Env};
-pub use func::bits_of;
 pub use func::Func;
+pub use func::{bits_of, compared_time};
 pub use value::{Dec, Val};
 pub use window::{Frame, FrameBound, WinFn, WinSpec};
 
@@ -637,11 +637,41 @@ impl<'a> Scope<'a> {
                     .rsplit_once('.')
                     .filter(|(whole, _)| whole.contains(':'))
                     .map_or(0, |(_, frac)| frac.trim_end().len().min(6) as u8);
-                let to = match ts.data_type {
-                    ast::DataType::Date => CastTo::Date,
-                    ast::DataType::Time(..) => CastTo::Time(fsp),
-                    _ => CastTo::DateTime(fsp),
+                let (to, what) = match ts.data_type {
+                    ast::DataType::Date => (CastTo::Date, "DATE"),
+                    ast::DataType::Time(..) => (CastTo::Time(fsp), "TIME"),
+                    _ => (CastTo::DateTime(fsp), "DATETIME"),
                 };
+                // A literal that is not a valid value of its type (one the
+                // CAST would make NULL, or clip, with a warning; a DATE with
+                // a time, a DATETIME without one) is 1525, as MariaDB's; a
+                // DATE with a zero month or day is one.
+                let env = Env::default();
+                let mut ctx = Ctx::new(&[], &env);
+                let value = eval::cast(Val::str(text.as_str()), &to, &mut ctx)?;
+                let failed = value.is_null()
+                    || ctx
+                        .warnings
+                        .iter()
+                        .any(|(code, _)| code & eval::NOTE_BIT == 0);
+                let malformed = match to {
+                    CastTo::Date => text.contains(':'),
+                    CastTo::DateTime(_) => {
+                        !text.contains(':') && text.trim().contains(|c: char| !c.is_ascii_digit())
+                    }
+                    _ => false,
+                };
+                if let (true, false, CastTo::Date) = (failed, malformed, &to) {
+                    if let Some((date, None)) = value::parse_datetime_fuzzy(&text) {
+                        return Ok(Expr::Lit(Val::Date(date)));
+                    }
+                }
+                if failed || malformed {
+                    return Err(SqlError::new(
+                        codes::WRONG_VALUE,
+                        format!("Incorrect {what} value: '{text}'"),
+                    ));
+                }
                 Expr::Cast(Box::new(Expr::Lit(Val::str(text))), to)
             }
             E::UnaryOp { op, expr } => match op {
