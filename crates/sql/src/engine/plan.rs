@@ -214,7 +214,22 @@ fn fold_disjuncts(
     if let (Some((_, integer, text)), Expr::Cmp(op, a, b, c)) =
         (number_vs_text(numbers.then_some(table), e), e)
     {
-        let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
+        let before = ctx.warnings.len();
+        let mut number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
+        // Its warning waits for the first row compared.
+        for (code, message) in ctx.warnings.split_off(before.min(ctx.warnings.len())) {
+            static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let site = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            number = Expr::Func(
+                super::expr::Func::WarnOnce,
+                vec![
+                    number,
+                    Expr::Lit(Val::UInt(site)),
+                    Expr::Lit(Val::UInt(u64::from(code))),
+                    Expr::Lit(Val::str(message)),
+                ],
+            );
+        }
         let (a, b) = match (&**a, &**b) {
             (Expr::Col(_), _) => (a.clone(), Box::new(number)),
             _ => (Box::new(number), b.clone()),

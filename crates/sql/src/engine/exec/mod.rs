@@ -208,6 +208,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         user_locks: Some(std::sync::Arc::clone(&conn.engine.user_locks)),
         rand_states: Default::default(),
         user_vars: Arc::clone(&conn.session.assigned_vars),
+        warned_once: Default::default(),
     }
 }
 

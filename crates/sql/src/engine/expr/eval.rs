@@ -97,6 +97,33 @@ pub struct Env {
     /// The user variables the statement assigned (`@n := @n + 1`), the
     /// session's ([`crate::engine::session::SessionState::assigned_vars`]).
     pub user_vars: std::sync::Arc<UserVarWrites>,
+    /// The `Func::WarnOnce` sites that warned in the statement.
+    pub warned_once: WarnedOnce,
+}
+
+/// The sites of a statement's constants whose warning was given (no
+/// allocation until one is: see `Func::WarnOnce`).
+#[derive(Debug, Default)]
+pub struct WarnedOnce(std::sync::Mutex<Vec<u64>>);
+
+impl WarnedOnce {
+    /// Whether `site` warns now: true the first time.
+    pub fn first(&self, site: u64) -> bool {
+        let mut sites = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let first = !sites.contains(&site);
+        if first {
+            sites.push(site);
+        }
+        first
+    }
+}
+
+impl Clone for WarnedOnce {
+    fn clone(&self) -> Self {
+        WarnedOnce(std::sync::Mutex::new(
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        ))
+    }
 }
 
 /// The user variables a statement assigns, by lowercase name, each with

@@ -117,6 +117,12 @@ pub enum Func {
     UserVar,
     /// `@name := value`: args the name and the value, which is the result.
     SetUserVar,
+    /// A constant read once before the rows with a warning (a string
+    /// compared with a number column): args the value, a site number, the
+    /// warning's code and message. The first evaluation in the statement
+    /// leaves the warning, as MariaDB reads such a constant at the first
+    /// row it compares (none for a table without rows).
+    WarnOnce,
     FindInSet,
     Elt,
     Ascii,
@@ -483,6 +489,7 @@ impl Func {
             // A read of a variable its statement creates has the kind of
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
+            F::WarnOnce => arg(0),
             F::SetUserVar => arg(1),
             F::Concat
             | F::ConcatWs
@@ -786,6 +793,7 @@ impl Func {
                 | Func::LastInsertId
                 | Func::UserVar
                 | Func::SetUserVar
+                | Func::WarnOnce
                 | Func::GetLock
                 | Func::ReleaseLock
                 | Func::ReleaseAllLocks
@@ -870,6 +878,18 @@ impl Func {
                     .get(name)
                     .unwrap_or_else(|| initial.clone()));
             }
+            F::WarnOnce => {
+                let [value, Expr::Lit(Val::UInt(site)), Expr::Lit(Val::UInt(code)), Expr::Lit(message)] =
+                    args
+                else {
+                    unreachable!("a constant read once is lowered with its warning");
+                };
+                let value = value.eval(row, ctx)?;
+                if ctx.env.warned_once.first(*site) {
+                    ctx.warnings.push((*code as u16, message.to_text()));
+                }
+                return Ok(value);
+            }
             F::SetUserVar => {
                 let Expr::Lit(Val::Str(name)) = &args[0] else {
                     unreachable!("@name := lowered with its name");
@@ -889,7 +909,7 @@ impl Func {
         let s = |i: usize| v[i].to_text();
         Ok(match self {
             F::Json(f) => return f.eval(args, &v, ctx),
-            F::If | F::IfNull | F::Coalesce | F::UserVar | F::SetUserVar => Val::Null,
+            F::If | F::IfNull | F::Coalesce | F::UserVar | F::SetUserVar | F::WarnOnce => Val::Null,
             F::NullIf => unreachable!("NULLIF is evaluated lazily above"),
             F::Concat => {
                 if null_in {
