@@ -1839,7 +1839,17 @@ impl<'a> Scope<'a> {
     /// [`Scope::member_number`] of a CAST's operand, when the CAST makes a
     /// number (`CAST(e AS SIGNED)` is the ENUM's index).
     fn member_number_for(&self, e: Expr, to: &CastTo) -> Expr {
+        // An IF or CASE of a double and an integer is a double, though the
+        // integer taken keeps its value's form: made one here, so that a
+        // negative one is 0 UNSIGNED (note 1916) as MariaDB's, not wrapped.
+        let double_of_alternatives = matches!(
+            &e,
+            Expr::Case(..) | Expr::Func(Func::If | Func::IfNull | Func::Coalesce, _)
+        ) && self.kind(&e) == Kind::Double;
         match to {
+            CastTo::Signed | CastTo::Unsigned if double_of_alternatives => {
+                Expr::Cast(Box::new(e), CastTo::Double)
+            }
             CastTo::Signed
             | CastTo::Unsigned
             | CastTo::Decimal(..)
