@@ -1909,8 +1909,16 @@ fn lower_targets(
         let limit = limit.map(|l| scope.lower(l)).transpose()?;
         let (cond, late) = match cond {
             Some(c) if c.has_sub() => {
+                // A conjunct after a subquery's that may warn stays after
+                // it: MariaDB evaluates them in order, a row at a time, so
+                // it is not evaluated for a row the subquery rejects (its
+                // warning would fail a strict write).
+                let mut after_sub = false;
                 let (late, early): (Vec<&Expr>, Vec<&Expr>) =
-                    c.conjuncts().into_iter().partition(|x| x.has_sub());
+                    c.conjuncts().into_iter().partition(|x| {
+                        after_sub |= x.has_sub();
+                        after_sub && (x.has_sub() || !quiet(scope, x))
+                    });
                 let and = |items: Vec<&Expr>| {
                     items
                         .into_iter()
@@ -1928,6 +1936,28 @@ fn lower_targets(
             limit,
         })
     })
+}
+
+/// Whether a conjunct cannot warn: it compares operands of one class
+/// (numbers with numbers, strings with strings) or tests NULL.
+fn quiet(scope: &crate::engine::expr::Scope<'_>, e: &Expr) -> bool {
+    use crate::engine::expr::Kind;
+    let class = |e: &Expr| match scope.kind(e) {
+        Kind::Int { .. } | Kind::Dec { .. } | Kind::Double => Some(true),
+        Kind::Str { .. } => Some(false),
+        _ => None,
+    };
+    let operand = |e: &Expr| matches!(e, Expr::Col(_) | Expr::Lit(_) | Expr::Param(_));
+    let alike =
+        |a: &Expr, b: &Expr| operand(a) && operand(b) && class(a).is_some() && class(a) == class(b);
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => quiet(scope, a) && quiet(scope, b),
+        Expr::IsNull(a, _) => operand(a),
+        Expr::Cmp(_, a, b, _) => alike(a, b),
+        Expr::In(a, list, ..) => list.iter().all(|x| alike(a, x)),
+        Expr::Between(a, lo, hi, ..) => alike(a, lo) && alike(a, hi),
+        _ => false,
+    }
 }
 
 /// A row an UPDATE or DELETE touches: its values and its primary key.

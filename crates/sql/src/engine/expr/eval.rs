@@ -741,8 +741,14 @@ impl Expr {
         })
     }
 
-    /// Evaluates as a condition: true only when the value is true.
+    /// Evaluates as a condition: true only when the value is true. A
+    /// conjunct that is not true ends it, NULL as FALSE (MariaDB's
+    /// `abort_on_null` for a WHERE's or ON's AND): the conjuncts after it
+    /// are not evaluated, nor their warnings given.
     pub fn test(&self, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+        if let Expr::And(a, b) = self {
+            return Ok(a.test(row, ctx)? && b.test(row, ctx)?);
+        }
         Ok(self.eval(row, ctx)?.truth() == Some(true))
     }
 }
