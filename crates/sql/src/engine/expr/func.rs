@@ -902,8 +902,15 @@ impl Func {
             _ => {}
         }
         let mut v = Vec::with_capacity(args.len());
+        // GREATEST and LEAST stop at a NULL, as MariaDB's (the arguments
+        // after it are not evaluated, nor their warnings given).
+        let to_null = matches!(self, F::Greatest | F::Least);
         for a in args {
-            v.push(a.eval(row, ctx)?);
+            let x = a.eval(row, ctx)?;
+            if to_null && x.is_null() {
+                return Ok(Val::Null);
+            }
+            v.push(x);
         }
         let null_in = v.iter().any(Val::is_null);
         let s = |i: usize| v[i].to_text();

@@ -958,6 +958,21 @@ impl<'a> Scope<'a> {
                     for a in args.iter_mut().take(numbers) {
                         *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
                     }
+                    // Of strings and numbers they are DOUBLEs (compared
+                    // and given as such), as MariaDB's: LEAST('x', 2) is 0.
+                    if matches!(f, Func::Greatest | Func::Least) {
+                        let kinds: Vec<Kind> = args.iter().map(|a| self.kind(a)).collect();
+                        let string = kinds.iter().any(|k| matches!(k, Kind::Str { .. }));
+                        let number = kinds.iter().any(|k| {
+                            matches!(k, Kind::Int { .. } | Kind::Dec { .. } | Kind::Double)
+                        });
+                        if string && number && !kinds.iter().any(|k| k.is_temporal()) {
+                            for a in args.iter_mut() {
+                                let inner = std::mem::replace(a, Expr::Lit(Val::Null));
+                                *a = Expr::Cast(Box::new(inner), CastTo::Double);
+                            }
+                        }
+                    }
                     let alternatives: Vec<&mut Expr> = match f {
                         Func::Coalesce | Func::IfNull | Func::Greatest | Func::Least => {
                             args.iter_mut().collect()
