@@ -86,9 +86,8 @@ pub fn access(
 /// literal compared with a number column is also read as a number once
 /// ([`super::expr::eval::compared_number`]), as MariaDB caches it, with
 /// its warning once (MariaDB reads it at the first row that compares, so
-/// a strict write counts that warning as a row's); one compared with a
-/// TIME column is read as a TIME once whatever `numbers` says (MariaDB
-/// converts it before it reads a row). Borrowed as it is when
+/// a strict write counts that warning as a row's: `Func::WarnOnce`), and
+/// one compared with a TIME column as a TIME likewise. Borrowed as it is when
 /// there is nothing to fold (the common case: nothing is copied).
 pub fn fold_constants<'e>(
     table: &TableInfo,
@@ -134,7 +133,7 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
         other => {
             other.is_constant()
                 || number_vs_text(numbers.then_some(table), other).is_some()
-                || time_vs_text(table, other)
+                || (numbers && time_vs_text(table, other))
         }
     }
 }
@@ -184,7 +183,11 @@ fn time_vs_text(table: &TableInfo, e: &Expr) -> bool {
 /// `e` ([`time_vs_text`]) with its string literals read as TIMEs, once.
 fn time_texts_read(e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
     let mut read = |e: &Expr| match e {
-        Expr::Lit(Val::Str(t)) => Expr::Lit(Val::Time(super::expr::compared_time(t, ctx))),
+        Expr::Lit(Val::Str(t)) => {
+            let before = ctx.warnings.len();
+            let time = Val::Time(super::expr::compared_time(t, ctx));
+            warned_once(Expr::Lit(time), ctx, before)
+        }
         other => other.clone(),
     };
     match e {
@@ -195,6 +198,26 @@ fn time_texts_read(e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
         }
         other => other.clone(),
     }
+}
+
+/// `value`, read from a literal, with the warnings `ctx` got since
+/// `before` moved into it: they wait for its first evaluation
+/// (`Func::WarnOnce`), as MariaDB gives them at the first row compared.
+fn warned_once(mut value: Expr, ctx: &mut Ctx<'_>, before: usize) -> Expr {
+    static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    for (code, message) in ctx.warnings.split_off(before.min(ctx.warnings.len())) {
+        let site = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        value = Expr::Func(
+            super::expr::Func::WarnOnce,
+            vec![
+                value,
+                Expr::Lit(Val::UInt(site)),
+                Expr::Lit(Val::UInt(u64::from(code))),
+                Expr::Lit(Val::str(message)),
+            ],
+        );
+    }
+    value
 }
 
 fn fold_disjuncts(
@@ -215,21 +238,8 @@ fn fold_disjuncts(
         (number_vs_text(numbers.then_some(table), e), e)
     {
         let before = ctx.warnings.len();
-        let mut number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
-        // Its warning waits for the first row compared.
-        for (code, message) in ctx.warnings.split_off(before.min(ctx.warnings.len())) {
-            static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let site = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            number = Expr::Func(
-                super::expr::Func::WarnOnce,
-                vec![
-                    number,
-                    Expr::Lit(Val::UInt(site)),
-                    Expr::Lit(Val::UInt(u64::from(code))),
-                    Expr::Lit(Val::str(message)),
-                ],
-            );
-        }
+        let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
+        let number = warned_once(number, ctx, before);
         let (a, b) = match (&**a, &**b) {
             (Expr::Col(_), _) => (a.clone(), Box::new(number)),
             _ => (Box::new(number), b.clone()),
@@ -237,7 +247,7 @@ fn fold_disjuncts(
         return Ok(Folded::Expr(Expr::Cmp(*op, a, b, *c)));
     }
     // So are those compared with a TIME column, as TIMEs.
-    if time_vs_text(table, e) {
+    if numbers && time_vs_text(table, e) {
         return Ok(Folded::Expr(time_texts_read(e, ctx)));
     }
     let Expr::Or(a, b) = e else {
