@@ -1971,15 +1971,24 @@ type TargetRow = (Vec<Val>, Vec<Value>);
 fn fetch_targets(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
-    targets: &Targets,
+    targets: &mut Targets,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<(Vec<TargetRow>, Option<usize>, usize)> {
+    // The late conjuncts' constant parts are evaluated once too, with the
+    // others' (`WHERE EXISTS (…) OR 'a' IN ('b', 3)`: MariaDB's optimizer
+    // evaluates the constant, its warning not a row's).
+    if targets.late.is_some() {
+        targets.late = match plan::fold_constants(table, targets.late.as_ref(), false, ctx)? {
+            Some(std::borrow::Cow::Borrowed(_)) => targets.late.take(),
+            folded => folded.map(std::borrow::Cow::into_owned),
+        };
+    }
     let Targets {
         cond,
         late,
         order,
         limit,
-    } = targets;
+    } = &*targets;
     let limit = match limit {
         Some(l) => match l.eval(&[], ctx)? {
             Val::Int(i) if i >= 0 => Some(i as usize),
@@ -2210,7 +2219,7 @@ fn update(
             })
             .collect::<SqlResult<Vec<_>>>()
     })?;
-    let targets = lower_targets(
+    let mut targets = lower_targets(
         conn,
         &table,
         up.selection.as_ref(),
@@ -2236,7 +2245,7 @@ fn update(
     // `with_per_row`): the late conjuncts, the order and each row's
     // changes; then the writes.
     let mut planned_warnings = 0;
-    let evaluated = match fetch_targets(&tx, &table, &targets, &mut ctx) {
+    let evaluated = match fetch_targets(&tx, &table, &mut targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
         Ok((mut rows, limit, planned)) => {
             planned_warnings = planned;
@@ -2378,7 +2387,7 @@ fn delete(
     let columns = table_scope(&table, &table.name);
     super::correlated::plan(conn, &del.selection, 0, &columns, &[], placeholders)?;
     super::correlated::plan(conn, &del.order_by, 0, &columns, &[], placeholders)?;
-    let targets = lower_targets(
+    let mut targets = lower_targets(
         conn,
         &table,
         del.selection.as_ref(),
@@ -2394,7 +2403,7 @@ fn delete(
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
     ctx.strict = strict;
-    let evaluated = match fetch_targets(&tx, &table, &targets, &mut ctx) {
+    let evaluated = match fetch_targets(&tx, &table, &mut targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
         Ok((rows, limit, _)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
             order_targets(rows, &targets, limit, c)
