@@ -117,6 +117,10 @@ pub enum Func {
     UserVar,
     /// `@name := value`: args the name and the value, which is the result.
     SetUserVar,
+    /// A BIT column's value in a string context: args the value and its
+    /// width in bytes; its big-endian bytes, a binary string, as MariaDB
+    /// makes it (`CONCAT(b)` of a BIT(8) holding 65 is 'A').
+    BitBytes,
     /// A constant read once before the rows with a warning (a string
     /// compared with a number column): args the value, a site number, the
     /// warning's code and message. The first evaluation in the statement
@@ -490,6 +494,13 @@ impl Func {
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
             F::WarnOnce => arg(0),
+            F::BitBytes => Kind::Str { collation: None },
+            // Of a binary string and others, a binary string.
+            F::Concat | F::ConcatWs
+                if (0..args.len()).any(|i| matches!(arg(i), Kind::Str { collation: None })) =>
+            {
+                Kind::Str { collation: None }
+            }
             F::SetUserVar => arg(1),
             F::Concat
             | F::ConcatWs
@@ -947,6 +958,15 @@ impl Func {
                 Val::str(parts.join(&sep))
             }
             F::IsNull => Val::Int(i64::from(v[0].is_null())),
+            F::BitBytes => {
+                let bits = match &v[0] {
+                    Val::Null => return Ok(Val::Null),
+                    Val::UInt(u) => *u,
+                    other => ctx.num_i64(other) as u64,
+                };
+                let width = usize::try_from(ctx.num_i64(&v[1])).unwrap_or(8).clamp(1, 8);
+                Val::Str(bits.to_be_bytes()[8 - width..].to_vec())
+            }
             F::MemberNumber => {
                 if v[0].is_null() {
                     return Ok(Val::Null);

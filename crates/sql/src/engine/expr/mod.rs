@@ -866,11 +866,25 @@ impl<'a> Scope<'a> {
                 let e = self.lower(expr)?;
                 Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
             }
+            // CONVERT(x USING cs): text of that character set (binary:
+            // a binary string).
             E::Convert {
                 expr,
                 data_type: None,
+                charset,
                 ..
-            } => self.lower(expr)?,
+            } => {
+                let e = self.lower(expr)?;
+                match charset {
+                    Some(cs) if cs.to_string().eq_ignore_ascii_case("binary") => {
+                        Expr::Cast(Box::new(e), CastTo::Binary)
+                    }
+                    Some(_) if matches!(self.kind(&e), Kind::Str { collation: None }) => {
+                        Expr::Func(Func::Collate(Collation::Utf8mb4GeneralCi), vec![e])
+                    }
+                    _ => e,
+                }
+            }
             E::Substring {
                 expr,
                 substring_from,
@@ -1746,6 +1760,15 @@ impl<'a> Scope<'a> {
             ("ORD", [arg]) if matches!(self.kind(arg), Kind::Str { collation: None }) => {
                 return Ok(Expr::Func(Func::Ascii, lowered));
             }
+            // A binary string has no case: UPPER and LOWER leave it.
+            ("UPPER" | "UCASE" | "LOWER" | "LCASE", [arg])
+                if matches!(
+                    self.kind(&self.bit_bytes(arg.clone())),
+                    Kind::Str { collation: None }
+                ) =>
+            {
+                return Ok(self.fixed_text(lowered.remove(0)));
+            }
             ("UUID_SHORT", []) => {
                 let server_id = (self.variable)("server_id", true)?;
                 return Ok(Expr::Func(Func::UuidShort, vec![Expr::Lit(server_id)]));
@@ -1772,9 +1795,28 @@ impl<'a> Scope<'a> {
     /// `e` made a string by FixedChar when it is a DOUBLE of fixed
     /// decimals; else `e` as it is.
     fn fixed_text(&self, e: Expr) -> Expr {
+        let e = self.bit_bytes(e);
         match self.fixed_decimals(&e) {
             Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
             None => self.at_scale(e),
+        }
+    }
+
+    /// A BIT column in a string context: its bytes (`Func::BitBytes`), as
+    /// MariaDB reads it there; any other expression as it is.
+    fn bit_bytes(&self, e: Expr) -> Expr {
+        let Expr::Col(c) = e else {
+            return e;
+        };
+        match self.columns.get(c).map(|col| &col.meta) {
+            Some(meta) if meta.ty == ColumnType::Bit => {
+                let bytes = meta.length.div_ceil(8).clamp(1, 8);
+                Expr::Func(
+                    Func::BitBytes,
+                    vec![Expr::Col(c), Expr::Lit(Val::UInt(u64::from(bytes)))],
+                )
+            }
+            _ => e,
         }
     }
 
@@ -2204,6 +2246,11 @@ impl<'a> Scope<'a> {
             }
             if string || !numeric.is_empty() {
                 for (e, kind) in alternatives.into_iter().zip(kinds) {
+                    // A BIT among strings is its bytes.
+                    if string {
+                        let inner = std::mem::replace(e, Expr::Lit(Val::Null));
+                        *e = self.bit_bytes(inner);
+                    }
                     if kind.is_temporal() {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
                         // Its text (a time's with its kind's digits).
