@@ -718,6 +718,17 @@ pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Opt
     if text && !matches!(v, Val::Str(_)) {
         return None;
     }
+    // A FLOAT is compared as the double it widens to: a constant no FLOAT
+    // holds (0.1, -1e-50) is not one in the column's form (0.1 as a FLOAT
+    // is 0.100000001…, which is > 0.1 in SQL).
+    if let (SqlType::Float { .. }, Val::Dec(_) | Val::Double(_) | Val::Str(_)) = (&column.ty, v) {
+        let env = super::expr::Env::default();
+        let mut ctx = super::expr::Ctx::new(&[], &env);
+        let x = ctx.num_f64(v);
+        if !ctx.warnings.is_empty() || f64::from(x as f32) != x {
+            return None;
+        }
+    }
     // Text compares by its collation in both; other strings only when the
     // value is a string too (MySQL compares '1e0' = 1 numerically).
     let target = Target {

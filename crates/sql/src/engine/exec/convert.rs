@@ -210,6 +210,17 @@ fn int_range(ty: &SqlType) -> Option<(i128, i128)> {
 
 /// A value as an integer, rounded as MySQL rounds; `exact` refuses any
 /// rounding. None: not a number.
+/// The number an ENUM or SET stores of `v`: a fraction cut toward zero
+/// (MariaDB's `Field_enum::store(double)`), else [`integer_of`].
+fn member_number_of(v: &Val, exact: bool) -> Option<i128> {
+    let cut = match v {
+        Val::Dec(d) => Some(Val::Double(d.to_f64().trunc())),
+        Val::Double(f) => Some(Val::Double(f.trunc())),
+        _ => None,
+    };
+    integer_of(cut.as_ref().unwrap_or(v), exact)
+}
+
 fn integer_of(v: &Val, exact: bool) -> Option<i128> {
     match v {
         Val::Int(i) => Some(i128::from(*i)),
@@ -522,10 +533,13 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             let text = v.to_text();
             let index = match v {
                 // 0 is the error value '', no member (1265 as MariaDB's);
-                // a number with a fraction is rounded (MariaDB stores `val_int`).
-                Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) => integer_of(v, exact)
-                    .filter(|i| *i >= 1 && *i <= members.len() as i128)
-                    .map(|i| i as u64),
+                // a number with a fraction is cut toward zero (MariaDB
+                // stores a decimal through a double made a `longlong`).
+                Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) => {
+                    member_number_of(v, exact)
+                        .filter(|i| *i >= 1 && *i <= members.len() as i128)
+                        .map(|i| i as u64)
+                }
                 _ => member_at(members, &text).map(|i| i as u64 + 1),
             };
             match index {
@@ -537,7 +551,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             // A number is the members' bits.
             if let Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) = v {
                 let all = set_bits(members.len());
-                return match integer_of(v, exact) {
+                return match member_number_of(v, exact) {
                     Some(i) if i >= 0 && i <= i128::from(all) => Ok(Value::UInt(i as u64)),
                     _ => fail(Misfit::Bad("enum")),
                 };

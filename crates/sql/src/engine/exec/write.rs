@@ -2256,9 +2256,11 @@ fn update(
                 let rows = order_targets(rows, &targets, limit, c)?;
                 let mut out = Vec::with_capacity(rows.len());
                 // The conditions' warnings are all in before the first
-                // row's values (the read tests every row first), so only
-                // the values' own count as before an error of a value.
-                let assigning = c.warnings.len();
+                // row's values (the read tests every row first); a value's
+                // error comes after them, as MariaDB's first row compared
+                // gives a constant's (`Func::WarnOnce`) and the rows it
+                // read before the failing one gave theirs.
+                let assigning = planned;
                 for (n, (old, key)) in rows.into_iter().enumerate() {
                     c.check_killed()?;
                     let changes = match changes_of(&table, &old, &assignments, &checks, c, n + 1) {
