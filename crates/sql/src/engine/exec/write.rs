@@ -1129,6 +1129,10 @@ fn upsert_then_fail(
         &mut warnings,
         Some(&mut undo),
     );
+    // The updates defined are sent: their own errors (a unique value
+    // taken) come before the row that did not convert.
+    let upserted =
+        upserted.and_then(|_| txn::flush(&tx).map_err(|e| txn::native_error_in(&e, &table.name)));
     if txn::in_transaction(conn) {
         undo_statement(&tx, table, &undo);
     }
@@ -1398,6 +1402,20 @@ fn upsert_update(
     let changes = changes_of(table, &old, assignments, checks, &mut ctx, n + 1)?;
     ctx.warnings = abort_on_warning(ctx.strict, std::mem::take(&mut ctx.warnings))?;
     let changed = define_update(tx, table, &old, &key, &changes, ctx.env.tz_secs, n + 1)?;
+    // An update that may take a unique value is sent now, so that its
+    // 1062 names the value and the key (the error names the operation).
+    let unique = table
+        .native
+        .def()
+        .indexes
+        .iter()
+        .any(|i| i.kind == schema::IndexKind::Unique);
+    if changed && unique {
+        tx.execute(ExecMode::NoCommit).map_err(|e| match e.code {
+            native::UNIQUE_VIOLATION => update_duplicate(table, &old, &changes, &e),
+            _ => txn::native_error_in(&e, &table.name),
+        })?;
+    }
     if let (true, Some(undo)) = (changed, undo) {
         let pk = &table.native.def().primary_key;
         undo.push(Undo::Restore {
@@ -2249,18 +2267,26 @@ fn update(
         Err(e) => Err((e, Some(tx))),
         Ok((mut rows, limit, planned)) => {
             planned_warnings = planned;
-            if targets.order.is_empty() {
+            let ordered = !targets.order.is_empty();
+            if !ordered {
                 in_key_order(&table, &mut rows);
             }
+            let planned_warnings = &mut planned_warnings;
             with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
                 let rows = order_targets(rows, &targets, limit, c)?;
+                // MariaDB sorts an UPDATE … ORDER BY's rows before it
+                // updates one: the conditions' warnings are not the
+                // rows' then (a strict UPDATE only warns).
+                if ordered {
+                    *planned_warnings = c.warnings.len();
+                }
                 let mut out = Vec::with_capacity(rows.len());
                 // The conditions' warnings are all in before the first
                 // row's values (the read tests every row first); a value's
                 // error comes after them, as MariaDB's first row compared
                 // gives a constant's (`Func::WarnOnce`) and the rows it
                 // read before the failing one gave theirs.
-                let assigning = planned;
+                let assigning = *planned_warnings;
                 for (n, (old, key)) in rows.into_iter().enumerate() {
                     c.check_killed()?;
                     let changes = match changes_of(&table, &old, &assignments, &checks, c, n + 1) {

@@ -277,7 +277,7 @@ impl<'a> Ctx<'a> {
         if partial {
             self.warn(
                 codes::TRUNCATED_WRONG_VALUE,
-                format!("Truncated incorrect DOUBLE value: '{}'", v.to_text()),
+                format!("Truncated incorrect DOUBLE value: '{}'", shown(v)),
             );
         }
         x
@@ -610,9 +610,14 @@ impl Expr {
                     _ => Val::Null,
                 }
             }
-            Expr::Xor(a, b) => match (a.eval(row, ctx)?.truth(), b.eval(row, ctx)?.truth()) {
-                (Some(x), Some(y)) => Val::Int(i64::from(x != y)),
-                _ => Val::Null,
+            // A NULL left side is the answer without the right one, as
+            // MariaDB's Item_func_xor stops at its first NULL.
+            Expr::Xor(a, b) => match a.eval(row, ctx)?.truth() {
+                None => Val::Null,
+                Some(x) => match b.eval(row, ctx)?.truth() {
+                    Some(y) => Val::Int(i64::from(x != y)),
+                    None => Val::Null,
+                },
             },
             Expr::IsNull(a, negated) => {
                 Val::Int(i64::from(a.eval(row, ctx)?.is_null() != *negated))
@@ -1101,17 +1106,44 @@ pub fn compared_number(text: &[u8], integer_column: bool, ctx: &mut Ctx<'_>) -> 
     }
 }
 
+/// A value as a warning's message shows it: a string's control characters
+/// and bytes that are no UTF-8 as `\xNN`, as MariaDB's ErrConvString.
+pub fn shown(v: &Val) -> String {
+    let Val::Str(bytes) = v else {
+        return v.to_text();
+    };
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() {
+                for b in c.to_string().bytes() {
+                    out.push_str(&format!("\\x{b:02X}"));
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
+}
+
 /// A string read as a DECIMAL for a comparison (1292 when it is not
 /// wholly a number), or, past a decimal's digits or with an exponent,
 /// as the double it starts with (Err). Nothing is allocated unless it
 /// warns.
-fn text_decimal(text: &[u8], ctx: &mut Ctx<'_>) -> Result<Dec, f64> {
-    let text = String::from_utf8_lossy(text);
+fn text_decimal(bytes: &[u8], ctx: &mut Ctx<'_>) -> Result<Dec, f64> {
+    let text = String::from_utf8_lossy(bytes);
     let (prefix, whole) = str_number_prefix(&text);
     if !whole {
         ctx.warn(
             codes::TRUNCATED_WRONG_VALUE,
-            format!("Truncated incorrect DECIMAL value: '{text}'"),
+            format!(
+                "Truncated incorrect DECIMAL value: '{}'",
+                shown(&Val::Str(bytes.to_vec()))
+            ),
         );
     }
     let parsed = if prefix.contains(['e', 'E']) {

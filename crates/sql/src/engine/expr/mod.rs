@@ -1302,6 +1302,19 @@ impl<'a> Scope<'a> {
             _ => {}
         }
         let (mut l, mut r) = (self.lower(left)?, self.lower(right)?);
+        // A bit-value literal compared with a number is its number, as
+        // MariaDB's (`a = b'101'` is `a = 5`; a hex literal stays a string).
+        if matches!(
+            op,
+            B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
+        ) {
+            let number = |k: Kind| matches!(k, Kind::Int { .. } | Kind::Dec { .. } | Kind::Double);
+            if is_bit_literal(right) && number(self.kind(&l)) {
+                r = bit_literal_number(r);
+            } else if is_bit_literal(left) && number(self.kind(&r)) {
+                l = bit_literal_number(l);
+            }
+        }
         if matches!(
             op,
             B::Plus | B::Minus | B::Multiply | B::Divide | B::MyIntegerDivide | B::Modulo
@@ -2648,6 +2661,28 @@ pub fn number_literal(text: &str) -> SqlResult<Val> {
     text.parse::<f64>()
         .map(Val::Double)
         .map_err(|_| SqlError::syntax(format_args!("near '{text}'")))
+}
+
+/// Whether `e` is a bit-value literal (`b'101'`).
+fn is_bit_literal(e: &ast::Expr) -> bool {
+    matches!(
+        e,
+        ast::Expr::Value(v) if matches!(
+            &v.value,
+            ast::Value::SingleQuotedByteStringLiteral(s) | ast::Value::DoubleQuotedByteStringLiteral(s)
+                if s.bytes().all(|b| b == b'0' || b == b'1')
+        )
+    )
+}
+
+/// A lowered bit-value literal as its number (its bytes, big-endian).
+fn bit_literal_number(e: Expr) -> Expr {
+    match e {
+        Expr::Lit(Val::Str(bytes)) if bytes.len() <= 8 => Expr::Lit(Val::UInt(
+            bytes.iter().fold(0u64, |n, b| (n << 8) | u64::from(*b)),
+        )),
+        other => other,
+    }
 }
 
 /// The bytes of a bit-value literal (`b'101'` is one byte, 0x05).
