@@ -132,7 +132,7 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
         }
         other => {
             other.is_constant()
-                || number_vs_text(numbers.then_some(table), other).is_some()
+                || number_vs_text(Some(table), other).is_some()
                 || (numbers && time_vs_text(table, other))
         }
     }
@@ -234,12 +234,24 @@ fn fold_disjuncts(
     }
     // A string compared with a number column is read as a number once, as
     // MariaDB caches it (its warning once, not per row).
-    if let (Some((_, integer, text)), Expr::Cmp(op, a, b, c)) =
-        (number_vs_text(numbers.then_some(table), e), e)
-    {
+    // Against a BIGINT UNSIGNED MariaDB converts it before the rows, its
+    // warning never a row's (a strict write only warns): read in the
+    // first fold, before the rows' warnings begin.
+    let unsigned_big = |col: usize| {
+        matches!(
+            table.columns.get(col).map(|c| &c.ty),
+            Some(SqlType::BigInt { unsigned: true })
+        )
+    };
+    let found = number_vs_text(Some(table), e).filter(|(col, ..)| numbers || unsigned_big(*col));
+    if let (Some((col, integer, text)), Expr::Cmp(op, a, b, c)) = (found, e) {
         let before = ctx.warnings.len();
         let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
-        let number = warned_once(number, ctx, before);
+        let number = if unsigned_big(col) {
+            number
+        } else {
+            warned_once(number, ctx, before)
+        };
         let (a, b) = match (&**a, &**b) {
             (Expr::Col(_), _) => (a.clone(), Box::new(number)),
             _ => (Box::new(number), b.clone()),
