@@ -548,10 +548,7 @@ pub(crate) fn write_rows(
         // the transaction whichever row it is, one row at a time.
         let _ = txn::finish(conn, tx, result);
         let tx = txn::take(conn)?;
-        let unique = def
-            .indexes
-            .iter()
-            .any(|i| i.kind == schema::IndexKind::Unique);
+        let unique = has_unique(def);
         let again = if unique {
             native_rows.chunks(1).try_fold((0, 0), |(a, d), row| {
                 let (more, dups) = insert_plain(&tx, table, row, Send::Now, &mut committed)?;
@@ -777,10 +774,7 @@ fn insert_rows(
     let per_row = if replace { 2 } else { 1 };
     let mut duplicates = 0u64;
     let mut inserted: Vec<Vec<Value>> = Vec::new();
-    let unique = def
-        .indexes
-        .iter()
-        .any(|i| i.kind == schema::IndexKind::Unique);
+    let unique = has_unique(def);
     // REPLACE into a table with unique indexes: a row at a time, each
     // first deleting the rows that hold one of its unique values (MariaDB
     // deletes every row the new one conflicts with), so that the next
@@ -1282,10 +1276,7 @@ fn upsert_rows(
     // the row.
     let mut duplicates = 0;
     let mut changed = 0;
-    let unique = def
-        .indexes
-        .iter()
-        .any(|i| i.kind == schema::IndexKind::Unique);
+    let unique = has_unique(def);
     // Lowered once for the statement, not per duplicate row.
     let checks = lower_checks(conn, table)?;
     for (n, (row, sql_row)) in rows.iter().enumerate() {
@@ -1404,12 +1395,7 @@ fn upsert_update(
     let changed = define_update(tx, table, &old, &key, &changes, ctx.env.tz_secs, n + 1)?;
     // An update that may take a unique value is sent now, so that its
     // 1062 names the value and the key (the error names the operation).
-    let unique = table
-        .native
-        .def()
-        .indexes
-        .iter()
-        .any(|i| i.kind == schema::IndexKind::Unique);
+    let unique = has_unique(table.native.def());
     if changed && unique {
         tx.execute(ExecMode::NoCommit).map_err(|e| match e.code {
             native::UNIQUE_VIOLATION => update_duplicate(table, &old, &changes, &e),
@@ -1552,22 +1538,11 @@ fn define_update(
     if changes.iter().any(|(p, _)| pk.contains(p)) {
         // A new primary key is a new row: delete the old one and insert
         // the whole row under the new key (as NDB's handler does).
-        let mut row = Vec::with_capacity(table.columns.len());
-        for (at, column) in table.columns.iter().enumerate() {
-            let value = match changes.iter().find(|(p, _)| *p == column.native) {
-                Some((_, v)) => v.clone(),
-                None => {
-                    let target = Target {
-                        column,
-                        db: &table.db,
-                        table: &table.name,
-                        row: row_number,
-                        tz_secs,
-                    };
-                    to_native(&old[at], &target, false)?
-                }
-            };
-            row.push((column.native, value));
+        let mut row = whole_row(table, old, tz_secs, row_number)?;
+        for (column, value) in &mut row {
+            if let Some((_, new)) = changes.iter().find(|(p, _)| p == column) {
+                *value = new.clone();
+            }
         }
         tx.define(Op::delete(&table.native, key))
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
@@ -1956,6 +1931,13 @@ fn lower_targets(
     })
 }
 
+/// Whether a table has a unique index besides its primary key.
+fn has_unique(def: &schema::TableDef) -> bool {
+    def.indexes
+        .iter()
+        .any(|i| i.kind == schema::IndexKind::Unique)
+}
+
 /// Whether a conjunct cannot warn: it compares operands of one class
 /// (numbers with numbers, strings with strings) or tests NULL.
 fn quiet(scope: &crate::engine::expr::Scope<'_>, e: &Expr) -> bool {
@@ -2331,12 +2313,7 @@ fn update(
         let mut changed = 0u64;
         // A unique index an update may break: the batch is sent here so
         // that a 1062 can name the value (the error names the operation).
-        let unique = table
-            .native
-            .def()
-            .indexes
-            .iter()
-            .any(|i| i.kind == schema::IndexKind::Unique);
+        let unique = has_unique(table.native.def());
         // The row of each operation of the batch.
         let mut ops: Vec<usize> = Vec::new();
         let count = rows.len();
