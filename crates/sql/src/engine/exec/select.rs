@@ -1744,6 +1744,53 @@ fn streams(plans: &Plans) -> bool {
         && p.having.is_none()
         && p.items.len() == plans.metas.len()
         && !per_row(p)
+        && !assigns_user_vars(p)
+}
+
+/// Whether the query assigns user variables (`@n := @n + 1`): its rows
+/// are then read whole and put in primary key order before they are
+/// evaluated, the order InnoDB hands them over in, so that the
+/// assignments run in MariaDB's order (its row-numbering idiom; the data
+/// nodes return a scan's rows in hash order).
+fn assigns_user_vars(p: &Planned) -> bool {
+    let mut found = false;
+    let mut look =
+        |e: &Expr| found |= matches!(e, Expr::Func(crate::engine::expr::Func::SetUserVar, _));
+    let order = p.order.iter().map(|(e, _)| e);
+    for e in p.items.iter().chain(&p.cond).chain(&p.late).chain(order) {
+        e.each(&mut look);
+    }
+    found
+}
+
+/// Rows of `table` (all its columns) in primary key order; a table
+/// without one keeps its order.
+fn in_primary_key_order(table: &TableInfo, rows: &mut [(Vec<Val>, Vec<skarv_client::Value>)]) {
+    if table.hidden_key {
+        return;
+    }
+    let key: Vec<usize> = table
+        .native
+        .def()
+        .primary_key
+        .iter()
+        .filter_map(|native| table.sql_column(*native))
+        .collect();
+    let env = Env::default();
+    let mut ctx = Ctx::new(&[], &env);
+    rows.sort_by(|a, b| {
+        key.iter()
+            .map(|at| {
+                compare(
+                    &a.0[*at],
+                    &b.0[*at],
+                    Some(Collation::Utf8mb4GeneralCi),
+                    &mut ctx,
+                )
+            })
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    });
 }
 
 /// The most rows (LIMIT and OFFSET together) an ORDER BY … LIMIT keeps
@@ -2722,8 +2769,9 @@ fn found_of(
     if stop_after == Some(0) {
         return Ok((Vec::new(), sorted));
     }
-    let columns = projection(table, p);
-    let found = fetch(
+    let assigns = assigns_user_vars(p);
+    let columns = if assigns { None } else { projection(table, p) };
+    let mut found = fetch(
         tx,
         table,
         &access,
@@ -2736,6 +2784,9 @@ fn found_of(
         commit,
         columns.as_deref(),
     )?;
+    if assigns && !sorted {
+        in_primary_key_order(table, &mut found);
+    }
     Ok((found, sorted))
 }
 
