@@ -227,7 +227,12 @@ fn fold_disjuncts(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Folded> {
     if e.is_constant() {
-        return Ok(match e.eval(&[], ctx)?.truth() {
+        let before = ctx.warnings.len();
+        let truth = e.eval(&[], ctx)?.truth();
+        for (code, _) in ctx.warnings.iter_mut().skip(before) {
+            *code |= super::expr::eval::PLANNED_BIT;
+        }
+        return Ok(match truth {
             Some(true) => Folded::True,
             _ => Folded::NotTrue,
         });
@@ -248,6 +253,9 @@ fn fold_disjuncts(
         let before = ctx.warnings.len();
         let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
         let number = if unsigned_big(col) {
+            for (code, _) in ctx.warnings.iter_mut().skip(before) {
+                *code |= super::expr::eval::PLANNED_BIT;
+            }
             number
         } else {
             warned_once(number, ctx, before)

@@ -571,6 +571,9 @@ pub struct Note {
     pub code: u16,
     /// The message.
     pub message: String,
+    /// A warning of the statement's planning (a constant condition's),
+    /// which strict mode does not make an INSERT … SELECT's error.
+    pub planned: bool,
 }
 
 /// A connection's session state.
@@ -693,6 +696,14 @@ impl SessionState {
         self.note("Warning", code, message);
     }
 
+    /// A warning of the running statement's planning ([`Note::planned`]).
+    pub fn warn_planned(&mut self, code: u16, message: String) {
+        self.note("Warning", code, message);
+        if let Some(last) = self.notes.last_mut() {
+            last.planned = true;
+        }
+    }
+
     /// A note (level "Note") of the running statement.
     pub fn note_only(&mut self, code: u16, message: String) {
         if self.vars.hot().sql_notes {
@@ -707,6 +718,7 @@ impl SessionState {
                 level,
                 code,
                 message,
+                planned: false,
             });
         }
     }

@@ -140,7 +140,7 @@ fn insert(
                     // The SELECT's warnings went to the session already.
                     let first = conn.session.notes()[mark.1..]
                         .iter()
-                        .find(|n| n.level == "Warning")
+                        .find(|n| n.level == "Warning" && !n.planned)
                         .map(|n| SqlError::new(n.code, n.message.clone()));
                     if let Some(error) = first {
                         conn.session.rewind_diagnostics(mark);
@@ -1511,10 +1511,9 @@ fn abort_on_warning(strict: bool, warnings: Vec<(u16, String)>) -> SqlResult<Vec
     if !strict {
         return Ok(warnings);
     }
-    match warnings
-        .iter()
-        .find(|(code, _)| code & crate::engine::expr::eval::NOTE_BIT == 0)
-    {
+    match warnings.iter().find(|(code, _)| {
+        code & (crate::engine::expr::eval::NOTE_BIT | crate::engine::expr::eval::PLANNED_BIT) == 0
+    }) {
         Some((code, message)) => Err(SqlError::new(*code, message.clone())),
         None => Ok(warnings),
     }

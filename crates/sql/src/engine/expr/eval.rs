@@ -170,6 +170,11 @@ impl UserVarWrites {
 /// below it).
 pub const NOTE_BIT: u16 = 0x8000;
 
+/// Marks a code in [`Ctx::warnings`] as a warning of the statement's
+/// planning (a constant condition's, which MariaDB's optimizer evaluates
+/// before any row): strict mode does not make it the statement's error.
+pub const PLANNED_BIT: u16 = 0x4000;
+
 impl<'a> Ctx<'a> {
     /// A context for a nested evaluation (one group's aggregates; rows
     /// whose correlated subqueries `correlated` runs): the same session
