@@ -132,7 +132,7 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
         }
         other => {
             other.is_constant()
-                || number_vs_text(Some(table), other).is_some()
+                || number_vs_text(table, other).is_some()
                 || (numbers && time_vs_text(table, other))
         }
     }
@@ -140,8 +140,7 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
 
 /// A comparison of a number column with a string literal: the column's
 /// place, whether it is an integer, and the literal's bytes.
-fn number_vs_text<'e>(table: Option<&TableInfo>, e: &'e Expr) -> Option<(usize, bool, &'e [u8])> {
-    let table = table?;
+fn number_vs_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'e [u8])> {
     let Expr::Cmp(_, a, b, _) = e else {
         return None;
     };
@@ -200,6 +199,14 @@ fn time_texts_read(e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
     }
 }
 
+/// Marks the warnings `ctx` got since `before` as the planning's
+/// (`eval::PLANNED_BIT`).
+fn planned_since(ctx: &mut Ctx<'_>, before: usize) {
+    for (code, _) in ctx.warnings.iter_mut().skip(before) {
+        *code |= super::expr::eval::PLANNED_BIT;
+    }
+}
+
 /// `value`, read from a literal, with the warnings `ctx` got since
 /// `before` moved into it: they wait for its first evaluation
 /// (`Func::WarnOnce`), as MariaDB gives them at the first row compared.
@@ -234,8 +241,8 @@ fn fold_disjuncts(
         // constant IN list it fails the statement.
         let mut has_in = false;
         e.each(&mut |x| has_in |= matches!(x, Expr::In(..)));
-        for (code, _) in ctx.warnings.iter_mut().skip(before).filter(|_| !has_in) {
-            *code |= super::expr::eval::PLANNED_BIT;
+        if !has_in {
+            planned_since(ctx, before);
         }
         return Ok(match truth {
             Some(true) => Folded::True,
@@ -253,14 +260,12 @@ fn fold_disjuncts(
             Some(SqlType::BigInt { unsigned: true })
         )
     };
-    let found = number_vs_text(Some(table), e).filter(|(col, ..)| numbers || unsigned_big(*col));
+    let found = number_vs_text(table, e).filter(|(col, ..)| numbers || unsigned_big(*col));
     if let (Some((col, integer, text)), Expr::Cmp(op, a, b, c)) = (found, e) {
         let before = ctx.warnings.len();
         let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
         let number = if unsigned_big(col) {
-            for (code, _) in ctx.warnings.iter_mut().skip(before) {
-                *code |= super::expr::eval::PLANNED_BIT;
-            }
+            planned_since(ctx, before);
             number
         } else {
             warned_once(number, ctx, before)

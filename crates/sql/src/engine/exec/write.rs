@@ -1942,7 +1942,7 @@ fn has_unique(def: &schema::TableDef) -> bool {
 fn quiet(scope: &crate::engine::expr::Scope<'_>, e: &Expr) -> bool {
     use crate::engine::expr::Kind;
     let class = |e: &Expr| match scope.kind(e) {
-        Kind::Int { .. } | Kind::Dec { .. } | Kind::Double => Some(true),
+        k if k.is_numeric() => Some(true),
         Kind::Str { .. } => Some(false),
         _ => None,
     };

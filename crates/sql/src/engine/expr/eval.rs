@@ -1114,9 +1114,14 @@ pub fn compared_number(text: &[u8], integer_column: bool, ctx: &mut Ctx<'_>) -> 
 /// A value as a warning's message shows it: a string's control characters
 /// and bytes that are no UTF-8 as `\xNN`, as MariaDB's ErrConvString.
 pub fn shown(v: &Val) -> String {
-    let Val::Str(bytes) = v else {
-        return v.to_text();
-    };
+    match v {
+        Val::Str(bytes) => shown_bytes(bytes),
+        other => other.to_text(),
+    }
+}
+
+/// [`shown`] of a string's bytes.
+fn shown_bytes(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -1147,7 +1152,7 @@ fn text_decimal(bytes: &[u8], ctx: &mut Ctx<'_>) -> Result<Dec, f64> {
             codes::TRUNCATED_WRONG_VALUE,
             format!(
                 "Truncated incorrect DECIMAL value: '{}'",
-                shown(&Val::Str(bytes.to_vec()))
+                shown_bytes(bytes)
             ),
         );
     }

@@ -2595,6 +2595,8 @@ fn with_regex<T>(
 
 /// Seconds in the largest TIME (838:59:59).
 const TIME_SECONDS_MAX: i64 = 838 * 3_600 + 59 * 60 + 59;
+/// Microseconds in the largest TIME (838:59:59.999999).
+const TIME_MICROS_MAX: i64 = TIME_SECONDS_MAX * MICROS_PER_SECOND + 999_999;
 
 /// A TIME's microseconds: a TIME, a DATETIME's time of day, or text that
 /// reads as a time.
@@ -2626,6 +2628,12 @@ pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
         }
         TimeText::Time(m, cut) => {
             cut.tell(&text, ctx);
+            // Past the range, clipped at its largest whole second, as
+            // MariaDB's (838:59:59.999999 itself is in it).
+            if m.abs() > TIME_MICROS_MAX {
+                let whole = TIME_SECONDS_MAX * MICROS_PER_SECOND;
+                return Val::Time(m.clamp(-whole, whole));
+            }
             Val::Time(m)
         }
     }
@@ -2637,16 +2645,6 @@ pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
 /// each with 1292.
 pub fn compared_time(text: &[u8], ctx: &mut Ctx<'_>) -> i64 {
     let text = String::from_utf8_lossy(text);
-    let trimmed = text.trim();
-    if let Some(m) = super::value::parse_time(trimmed) {
-        let max = TIME_SECONDS_MAX * MICROS_PER_SECOND + 999_999;
-        if m.abs() > max {
-            TimeCut::Truncated.tell(&text, ctx);
-        } else if trimmed.split_once('.').is_some_and(|(_, f)| f.len() > 6) {
-            TimeCut::Digits.tell(&text, ctx);
-        }
-        return m;
-    }
     match time_of_text(&text) {
         TimeText::Invalid => {
             TimeCut::Truncated.tell(&text, ctx);
@@ -2663,7 +2661,8 @@ pub fn compared_time(text: &[u8], ctx: &mut Ctx<'_>) -> i64 {
 enum TimeText {
     /// No time.
     Invalid,
-    /// A time (microseconds), and how much of the text it took.
+    /// A time (microseconds, not clipped at ±838:59:59), and how much of
+    /// the text it took.
     Time(i64, TimeCut),
 }
 
@@ -2713,20 +2712,13 @@ fn time_of_text(text: &str) -> TimeText {
     let Some(m) = super::value::parse_time(prefix).filter(|_| !prefix.is_empty()) else {
         return TimeText::Invalid;
     };
-    let max = TIME_SECONDS_MAX * MICROS_PER_SECOND + 999_999;
-    let cut = if prefix.len() < trimmed.len() || m.abs() > max {
+    let cut = if prefix.len() < trimmed.len() || m.abs() > TIME_MICROS_MAX {
         TimeCut::Truncated
     } else if prefix.split_once('.').is_some_and(|(_, f)| f.len() > 6) {
         TimeCut::Digits
     } else {
         TimeCut::Whole
     };
-    // Past the range, clipped at its largest whole second, as MariaDB's
-    // (838:59:59.999999 itself is in it).
-    if m.abs() > max {
-        let whole = TIME_SECONDS_MAX * MICROS_PER_SECOND;
-        return TimeText::Time(m.clamp(-whole, whole), cut);
-    }
     TimeText::Time(m, cut)
 }
 

@@ -955,36 +955,27 @@ impl<'a> Scope<'a> {
                         Func::Mod | Func::Power | Func::Log => 2,
                         _ => 0,
                     };
-                    // GREATEST and LEAST with a number compare numbers: an
-                    // ENUM or SET among them is its index or bits (and is
-                    // the answer as such), as MariaDB's.
-                    let numbers = if matches!(f, Func::Greatest | Func::Least)
-                        && args.iter().any(|a| {
-                            matches!(
-                                self.kind(a),
-                                Kind::Int { .. } | Kind::Dec { .. } | Kind::Double
-                            )
-                        }) {
-                        args.len()
-                    } else {
-                        numbers
-                    };
-                    for a in args.iter_mut().take(numbers) {
-                        *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
-                    }
-                    // Of strings and numbers they are DOUBLEs (compared
-                    // and given as such), as MariaDB's: LEAST('x', 2) is 0.
-                    if matches!(f, Func::Greatest | Func::Least) {
+                    // GREATEST and LEAST with a number compare numbers, as
+                    // MariaDB's: an ENUM or SET among them is its index or
+                    // bits (and is the answer as such), and of strings and
+                    // numbers they are DOUBLEs (LEAST('x', 2) is 0).
+                    if matches!(f, Func::Greatest | Func::Least)
+                        && args.iter().any(|a| self.is_numeric(a))
+                    {
+                        for a in args.iter_mut() {
+                            *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
+                        }
                         let kinds: Vec<Kind> = args.iter().map(|a| self.kind(a)).collect();
                         let string = kinds.iter().any(|k| matches!(k, Kind::Str { .. }));
-                        let number = kinds.iter().any(|k| {
-                            matches!(k, Kind::Int { .. } | Kind::Dec { .. } | Kind::Double)
-                        });
-                        if string && number && !kinds.iter().any(|k| k.is_temporal()) {
+                        if string && !kinds.iter().any(|k| k.is_temporal()) {
                             for a in args.iter_mut() {
                                 let inner = std::mem::replace(a, Expr::Lit(Val::Null));
                                 *a = Expr::Cast(Box::new(inner), CastTo::Double);
                             }
+                        }
+                    } else {
+                        for a in args.iter_mut().take(numbers) {
+                            *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
                         }
                     }
                     let alternatives: Vec<&mut Expr> = match f {
@@ -1308,10 +1299,9 @@ impl<'a> Scope<'a> {
             op,
             B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
         ) {
-            let number = |k: Kind| matches!(k, Kind::Int { .. } | Kind::Dec { .. } | Kind::Double);
-            if is_bit_literal(right) && number(self.kind(&l)) {
+            if is_bit_literal(right) && self.is_numeric(&l) {
                 r = bit_literal_number(r);
-            } else if is_bit_literal(left) && number(self.kind(&r)) {
+            } else if is_bit_literal(left) && self.is_numeric(&r) {
                 l = bit_literal_number(l);
             }
         }
@@ -1776,7 +1766,7 @@ impl<'a> Scope<'a> {
             // A binary string has no case: UPPER and LOWER leave it.
             ("UPPER" | "UCASE" | "LOWER" | "LCASE", [arg])
                 if matches!(
-                    self.kind(&self.bit_bytes(arg.clone())),
+                    self.kind(&self.bit_column_bytes(arg.clone())),
                     Kind::Str { collation: None }
                 ) =>
             {
@@ -1808,7 +1798,7 @@ impl<'a> Scope<'a> {
     /// `e` made a string by FixedChar when it is a DOUBLE of fixed
     /// decimals; else `e` as it is.
     fn fixed_text(&self, e: Expr) -> Expr {
-        let e = self.bit_bytes(e);
+        let e = self.bit_column_bytes(e);
         match self.fixed_decimals(&e) {
             Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
             None => self.at_scale(e),
@@ -1817,7 +1807,7 @@ impl<'a> Scope<'a> {
 
     /// A BIT column in a string context: its bytes (`Func::BitBytes`), as
     /// MariaDB reads it there; any other expression as it is.
-    fn bit_bytes(&self, e: Expr) -> Expr {
+    fn bit_column_bytes(&self, e: Expr) -> Expr {
         let Expr::Col(c) = e else {
             return e;
         };
@@ -2262,7 +2252,7 @@ impl<'a> Scope<'a> {
                     // A BIT among strings is its bytes.
                     if string {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
-                        *e = self.bit_bytes(inner);
+                        *e = self.bit_column_bytes(inner);
                     }
                     if kind.is_temporal() {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
