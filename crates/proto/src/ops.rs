@@ -773,7 +773,9 @@ pub fn set_partition(batch: &mut [u8], header_at: usize, partition: u32) {
     batch[at..at + 4].copy_from_slice(&partition.to_le_bytes());
 }
 
-/// The operations of a validated batch.
+/// The operations of a validated batch. A clone reads on from where this
+/// one stands (a look-ahead over the ops still to run).
+#[derive(Clone)]
 pub struct OpIter<'a> {
     r: Reader<'a>,
     left: usize,

@@ -1,5 +1,5 @@
-//! A warm fragment reads, updates, inserts, deletes, commits and aborts
-//! without touching the heap: these run once per operation on the LDM
+//! A warm fragment reads, prefetches, updates, inserts, deletes, commits and
+//! aborts without touching the heap: these run once per operation on the LDM
 //! thread, so an allocation here would be one per operation. Counted with a
 //! global allocator that counts the allocations of the current thread
 //! (tests run in parallel).
@@ -128,10 +128,16 @@ impl World {
     }
 
     /// Each row updated by its own transaction (two columns, one of them
-    /// twice), read back under its lock, committed; then one aborted.
+    /// twice), read back under its lock, committed; then one aborted. The
+    /// next row's bucket and row are prefetched first, as the LDM does a
+    /// few ops ahead in a batch of writes.
     fn update_cycle(&mut self, round: u64) {
         for k in 0..ROWS {
             let tx = TxId(round * ROWS + k + 10);
+            self.key[0] = Value::UInt((k + 1) % ROWS);
+            let hash = self.fragment.prefetch_key(&self.pool, &self.key);
+            self.fragment
+                .prefetch_row(&self.pool, hash.expect("an INT key encodes"));
             self.key[0] = Value::UInt(k);
             self.changes[0].1 = Value::UInt(round);
             self.changes[1].1 = Value::UInt(k + round);
@@ -193,7 +199,7 @@ fn a_warm_fragment_does_not_allocate() {
     assert_eq!(
         allocations() - before,
         0,
-        "allocations in update, locking read, commit and abort"
+        "allocations in prefetch, update, locking read, commit and abort"
     );
     assert_eq!(w.sink.records - records, 3 * (ROWS - ROWS / 10));
 

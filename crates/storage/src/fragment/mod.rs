@@ -711,6 +711,27 @@ impl Fragment {
         Ok(Outcome::Done)
     }
 
+    /// Starts loading the hash bucket of primary key `key` into the cache
+    /// and returns the key's hash for [`Fragment::prefetch_row`], an op
+    /// later. A caller running a batch of keyed writes one at a time (the
+    /// LDM's requests) calls it a few ops ahead, so that each op finds its
+    /// bucket and row in cache instead of waiting for two dependent misses
+    /// (at millions of rows, each with a TLB miss). A hint only: `None`
+    /// when the key does not encode, which the op itself will report.
+    pub fn prefetch_key(&mut self, pool: &PagePool, key: &[Value]) -> Option<u64> {
+        self.encode_key(key).ok()?;
+        let hash = distribution_hash(&self.scratch.key);
+        self.hash.prefetch(pool, hash);
+        Some(hash)
+    }
+
+    /// Starts loading the row that key hash `hash` most likely names (its
+    /// bucket should be in cache by now: [`Fragment::prefetch_key`]), or
+    /// its overflow bucket.
+    pub fn prefetch_row(&self, pool: &PagePool, hash: u64) {
+        self.probe_primary(pool, hash);
+    }
+
     // ----- writes -----
 
     /// Inserts a row (`values` in column order). `DuplicateKey` if the row

@@ -326,7 +326,7 @@ impl Fragment {
     /// Step 2: probes a key's primary bucket and starts loading what the
     /// key needs next, its candidate row or its overflow bucket.
     #[inline]
-    fn probe_primary(&self, pool: &PagePool, hash: u64) -> Probe {
+    pub(super) fn probe_primary(&self, pool: &PagePool, hash: u64) -> Probe {
         let probe = self.hash.probe(pool, hash);
         if let Probe::Row(row) = probe {
             self.rows.prefetch(pool, row);
