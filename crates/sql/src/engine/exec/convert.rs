@@ -468,7 +468,9 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         }
         // Text past the date and time (`'2024-01-05x'`) is no date for a
         // column, as MariaDB's (outside strict mode it is stored, 1265).
-        SqlType::Date | SqlType::DateTime { .. } if !exact && trailing_text(v) => {
+        SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }
+            if !exact && trailing_text(v) =>
+        {
             let what = if matches!(col.ty, SqlType::Date) {
                 "date"
             } else {
@@ -655,11 +657,22 @@ fn adjusted_special(
             (value, codes::WARN_DATA_TRUNCATED, truncated())
         }
         SqlType::Timestamp { .. } if error.code == codes::TRUNCATED_WRONG_VALUE => {
-            let real_day = date_time_of(v).is_some_and(|(d, _)| d.month != 0 && d.day != 0);
-            if real_day && !trailing_text(v) {
-                (Value::Timestamp(0), codes::OUT_OF_RANGE, out_of_range())
-            } else {
-                (Value::Timestamp(0), codes::WARN_DATA_TRUNCATED, truncated())
+            let parsed = date_time_of(v);
+            let real_day = parsed.is_some_and(|(d, _)| d.month != 0 && d.day != 0);
+            match parsed {
+                // A datetime with text after it: the datetime, as a
+                // DATETIME's, when the range holds it.
+                Some((d, t)) if trailing_text(v) => {
+                    match to_native(&Val::DateTime(d, t), target, false) {
+                        Ok(value) => (value, codes::WARN_DATA_TRUNCATED, truncated()),
+                        Err(_) if real_day => {
+                            (Value::Timestamp(0), codes::OUT_OF_RANGE, out_of_range())
+                        }
+                        Err(_) => (Value::Timestamp(0), codes::WARN_DATA_TRUNCATED, truncated()),
+                    }
+                }
+                _ if real_day => (Value::Timestamp(0), codes::OUT_OF_RANGE, out_of_range()),
+                _ => (Value::Timestamp(0), codes::WARN_DATA_TRUNCATED, truncated()),
             }
         }
         _ => return None,

@@ -1233,6 +1233,13 @@ fn same_row(def: &schema::TableDef, old: &skarv_client::Row, new: &[(usize, Valu
                 Some(Value::Bytes(b)) if matches!(was, Value::BlobHead { .. }) => {
                     whole_head(was, b)
                 }
+                // The stored bytes, as MariaDB compares them: -0 is not 0.
+                Some(Value::Double(d)) => {
+                    matches!(was, Value::Double(w) if w.to_bits() == d.to_bits())
+                }
+                Some(Value::Float(f)) => {
+                    matches!(was, Value::Float(w) if w.to_bits() == f.to_bits())
+                }
                 Some(now) => was == now,
             }
         })
@@ -1671,6 +1678,8 @@ fn changes_of(
         let same = match (&new, &row[*col]) {
             (Val::Null, Val::Null) => true,
             (Val::Null, _) | (_, Val::Null) => false,
+            // MariaDB compares the stored bytes: -0 and 0 differ.
+            (Val::Double(a), Val::Double(b)) => a.to_bits() == b.to_bits(),
             (a, b) => a == b || (!matches!(a, Val::Str(_)) && compare(a, b, None, ctx).is_eq()),
         };
         if same {

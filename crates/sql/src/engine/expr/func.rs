@@ -1266,7 +1266,9 @@ impl Func {
                 let digits = ctx.num_i64(&v[1]).clamp(0, 30);
                 let rounded = round(&v[0], digits, false, ctx)?;
                 let mut text = match rounded {
-                    Val::Double(x) => format!("{x:.*}", digits as usize),
+                    // A negative zero, or a negative rounded to zero, has
+                    // no sign in MariaDB's text ("0.000").
+                    Val::Double(x) => format!("{:.*}", digits as usize, x + 0.0),
                     other => other.to_text(),
                 };
                 // Exactly `digits` fractional digits, zeros added.
