@@ -1338,8 +1338,14 @@ impl<'a> Scope<'a> {
             if self.is_numeric(&l) {
                 r = self.member_number(r);
             }
-            r = self.year_constant(&l, r);
-            l = self.year_constant(&r, l);
+            // A subquery that reads a table is no constant to MariaDB
+            // here, though its value is known by now: compared as it is.
+            if !reads_table(right) {
+                r = self.year_constant(&l, r);
+            }
+            if !reads_table(left) {
+                l = self.year_constant(&r, l);
+            }
         }
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
@@ -3380,6 +3386,20 @@ pub fn position_literal(e: &ast::Expr) -> Option<(bool, &str)> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Whether `e` is a scalar subquery that reads a table (`(SELECT MAX(x)
+/// FROM t)`, not `(SELECT 5)`): MariaDB's optimizer does not take it for
+/// a constant where it converts constants to a column's type.
+fn reads_table(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Subquery(q) => match q.body.as_ref() {
+            ast::SetExpr::Select(s) => !s.from.is_empty(),
+            _ => true,
+        },
+        ast::Expr::Nested(inner) => reads_table(inner),
+        _ => false,
     }
 }
 
