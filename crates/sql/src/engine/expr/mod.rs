@@ -1804,7 +1804,7 @@ impl<'a> Scope<'a> {
     /// `e` made a string by FixedChar when it is a DOUBLE of fixed
     /// decimals; else `e` as it is.
     fn fixed_text(&self, e: Expr) -> Expr {
-        let e = self.bit_column_bytes(e);
+        let e = self.year_column_text(self.bit_column_bytes(e));
         match self.fixed_decimals(&e) {
             Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
             None => self.at_scale(e),
@@ -1823,6 +1823,26 @@ impl<'a> Scope<'a> {
                 Expr::Func(
                     Func::BitBytes,
                     vec![Expr::Col(c), Expr::Lit(Val::UInt(u64::from(bytes)))],
+                )
+            }
+            _ => e,
+        }
+    }
+
+    /// A YEAR column in a string context: its four digits, as MariaDB
+    /// shows it there (the zero year is `'0000'`, not `'0'`); any other
+    /// expression as it is.
+    fn year_column_text(&self, e: Expr) -> Expr {
+        match &e {
+            Expr::Col(c)
+                if self
+                    .columns
+                    .get(*c)
+                    .is_some_and(|col| col.meta.ty == ColumnType::Year) =>
+            {
+                Expr::Func(
+                    Func::Lpad,
+                    vec![e, Expr::Lit(Val::Int(4)), Expr::Lit(Val::str("0"))],
                 )
             }
             _ => e,
@@ -2494,6 +2514,9 @@ impl Scope<'_> {
                     },
                     Some(_) => NOT_FIXED_DECIMALS,
                 },
+                // A whole double: shown with no exponent, as ROUND's
+                // (FLOOR(1e19) is 10000000000000000000, not 1e19).
+                Func::Ceil | Func::Floor => 0,
                 // MySQL's PI() shows six decimals (its value is the double's).
                 Func::Pi => 6,
                 _ => by_kind,
