@@ -492,7 +492,7 @@ impl KeyShape {
     pub fn access(&self, table: &TableInfo, ctx: &mut Ctx<'_>) -> SqlResult<Option<Access>> {
         let mut key = Vec::with_capacity(self.parts.len());
         for (col, value) in &self.parts {
-            let v = value.eval(&[], ctx)?;
+            let v = silent(value).eval(&[], ctx)?;
             match exact(table, *col, &v, ctx.env.tz_secs) {
                 Some(v) => key.push(v),
                 None => return Ok(None),
@@ -714,13 +714,40 @@ fn column_vs_const(
     b: &Expr,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<(usize, Value, bool)>> {
+    column_vs(table, a, b, false, ctx)
+}
+
+/// [`column_vs_const`] for a key's bounds (`keys`): a constant whose
+/// reading warns at the first row compared counts, read without its
+/// warning. Not for a pushed filter: the rows it would drop must still be
+/// compared here, the first of them with the warning.
+fn column_vs(
+    table: &TableInfo,
+    a: &Expr,
+    b: &Expr,
+    keys: bool,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<(usize, Value, bool)>> {
+    let constant = |o: &Expr| if keys { silent(o) } else { o }.is_constant();
     let (col, other, flipped) = match (a, b) {
-        (Expr::Col(c), o) if o.is_constant() => (*c, o, false),
-        (o, Expr::Col(c)) if o.is_constant() => (*c, o, true),
+        (Expr::Col(c), o) if constant(o) => (*c, o, false),
+        (o, Expr::Col(c)) if constant(o) => (*c, o, true),
         _ => return Ok(None),
     };
-    let v = other.eval(&[], ctx)?;
+    let v = silent(other).eval(&[], ctx)?;
     Ok(exact(table, col, &v, ctx.env.tz_secs).map(|v| (col, v, flipped)))
+}
+
+/// A constant compared with a column, without the warning its reading
+/// waits to give at the first row compared (`Func::WarnOnce`): the value
+/// a key or a pushed condition takes, as MariaDB's range optimizer stores
+/// a constant in the key's field without warnings; rows the key finds
+/// are compared again, and warn then.
+fn silent(e: &Expr) -> &Expr {
+    match e {
+        Expr::Func(super::expr::Func::WarnOnce, args) => silent(&args[0]),
+        other => other,
+    }
 }
 
 /// A constant in a column's stored form, when it converts exactly (and is
@@ -774,7 +801,7 @@ pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Opt
 fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) -> SqlResult<()> {
     match c {
         Expr::Cmp(op, a, b, _) => {
-            let Some((col, v, flipped)) = column_vs_const(table, a, b, ctx)? else {
+            let Some((col, v, flipped)) = column_vs(table, a, b, true, ctx)? else {
                 return Ok(());
             };
             let op = if flipped { flip(*op) } else { *op };
@@ -790,12 +817,12 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
         }
         Expr::In(x, list, false, _) => {
             let Expr::Col(col) = **x else { return Ok(()) };
-            if !list.iter().all(Expr::is_constant) {
+            if !list.iter().all(|x| silent(x).is_constant()) {
                 return Ok(());
             }
             let mut values = Vec::with_capacity(list.len());
             for item in list {
-                let v = item.eval(&[], ctx)?;
+                let v = silent(item).eval(&[], ctx)?;
                 match exact(table, col, &v, ctx.env.tz_secs) {
                     Some(v) => {
                         if !values.contains(&v) {
@@ -810,10 +837,10 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
         }
         Expr::Between(x, lo, hi, false, _) => {
             let Expr::Col(col) = **x else { return Ok(()) };
-            if !(lo.is_constant() && hi.is_constant()) {
+            if !(silent(lo).is_constant() && silent(hi).is_constant()) {
                 return Ok(());
             }
-            let (l, h) = (lo.eval(&[], ctx)?, hi.eval(&[], ctx)?);
+            let (l, h) = (silent(lo).eval(&[], ctx)?, silent(hi).eval(&[], ctx)?);
             if let (Some(l), Some(h)) = (
                 exact(table, col, &l, ctx.env.tz_secs),
                 exact(table, col, &h, ctx.env.tz_secs),
@@ -844,7 +871,7 @@ fn learn_rows(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Optio
             let Expr::Cmp(CmpOp::Eq, a, b, _) = part else {
                 return Ok(None);
             };
-            let Some((col, v, _)) = column_vs_const(table, a, b, ctx)? else {
+            let Some((col, v, _)) = column_vs(table, a, b, true, ctx)? else {
                 return Ok(None);
             };
             if fixed.iter().any(|(c, _)| *c == col) {
@@ -908,6 +935,13 @@ pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) 
     for c in cond.conjuncts() {
         if c.is_constant() {
             continue;
+        }
+        // A constant whose reading warns at the first row compared: the
+        // rows the data nodes pass are compared here, and warn then.
+        let mut warns = false;
+        c.each(&mut |x| warns |= matches!(x, Expr::Func(super::expr::Func::WarnOnce, _)));
+        if warns {
+            return Ok(false);
         }
         let exact = match c {
             Expr::Cmp(op, a, b, _) if *op != CmpOp::NullSafeEq => {

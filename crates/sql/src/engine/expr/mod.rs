@@ -2275,10 +2275,11 @@ impl<'a> Scope<'a> {
             }
             if string || !numeric.is_empty() {
                 for (e, kind) in alternatives.into_iter().zip(kinds) {
-                    // A BIT among strings is its bytes.
+                    // A BIT among strings is its bytes, a YEAR its four
+                    // digits.
                     if string {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
-                        *e = self.bit_column_bytes(inner);
+                        *e = self.year_column_text(self.bit_column_bytes(inner));
                     }
                     if kind.is_temporal() {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
