@@ -740,9 +740,10 @@ fn column_vs(
 
 /// A constant compared with a column, without the warning its reading
 /// waits to give at the first row compared (`Func::WarnOnce`): the value
-/// a key or a pushed condition takes, as MariaDB's range optimizer stores
-/// a constant in the key's field without warnings; rows the key finds
-/// are compared again, and warn then.
+/// a key's bounds take, as MariaDB's range optimizer stores a constant in
+/// the key's field without warnings; the rows the key finds are compared
+/// again in the SQL node, and warn then (a pushed filter never takes it:
+/// [`column_vs`]).
 fn silent(e: &Expr) -> &Expr {
     match e {
         Expr::Func(super::expr::Func::WarnOnce, args) => silent(&args[0]),
