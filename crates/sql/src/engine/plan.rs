@@ -133,7 +133,8 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
         other => {
             other.is_constant()
                 || number_vs_text(table, other).is_some()
-                || (numbers && time_vs_text(table, other))
+                || (numbers
+                    && (time_vs_text(table, other) || number_in_texts(table, other).is_some()))
         }
     }
 }
@@ -158,6 +159,27 @@ fn number_vs_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'
             ),
             &text[..],
         )
+    })
+}
+
+/// `col IN (…)` of a number column with a list of string literals only:
+/// the column, and whether it is an integer. (A list that mixes in
+/// numbers MariaDB compares item by item, per row.)
+fn number_in_texts(table: &TableInfo, e: &Expr) -> Option<(usize, bool)> {
+    let Expr::In(x, list, ..) = e else {
+        return None;
+    };
+    let Expr::Col(col) = **x else {
+        return None;
+    };
+    let ty = &table.columns.get(col)?.ty;
+    let texts = list.iter().all(|i| matches!(i, Expr::Lit(Val::Str(_))));
+    (texts && ty.is_number()).then(|| {
+        let integer = !matches!(
+            ty,
+            SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
+        );
+        (col, integer)
     })
 }
 
@@ -275,6 +297,25 @@ fn fold_disjuncts(
             _ => (Box::new(number), b.clone()),
         };
         return Ok(Folded::Expr(Expr::Cmp(*op, a, b, *c)));
+    }
+    // An IN list of strings against a number column is read once, as
+    // MariaDB's IN reads such a list when it is set up: its warnings are
+    // the planning's, never a row's (a strict write only warns).
+    if let (true, Some((_, integer)), Expr::In(x, list, negated, c)) =
+        (numbers, number_in_texts(table, e), e)
+    {
+        let before = ctx.warnings.len();
+        let items = list
+            .iter()
+            .map(|i| match i {
+                Expr::Lit(Val::Str(t)) => {
+                    Expr::Lit(super::expr::eval::compared_number(t, integer, ctx))
+                }
+                other => other.clone(),
+            })
+            .collect();
+        planned_since(ctx, before);
+        return Ok(Folded::Expr(Expr::In(x.clone(), items, *negated, *c)));
     }
     // So are those compared with a TIME column, as TIMEs.
     if numbers && time_vs_text(table, e) {
