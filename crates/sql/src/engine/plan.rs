@@ -134,7 +134,9 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
             other.is_constant()
                 || number_vs_text(table, other).is_some()
                 || (numbers
-                    && (time_vs_text(table, other) || number_in_texts(table, other).is_some()))
+                    && (time_vs_text(table, other)
+                        || number_in_texts(table, other).is_some()
+                        || number_between_texts(table, other).is_some()))
         }
     }
 }
@@ -180,6 +182,28 @@ fn number_in_texts(table: &TableInfo, e: &Expr) -> Option<(usize, bool)> {
             SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
         );
         (col, integer)
+    })
+}
+
+/// `col BETWEEN lo AND hi` of a number column with a string literal
+/// bound: the column, and whether the bounds are read as for an integer
+/// (DECIMAL). MariaDB aggregates the three types pairwise: an integer and
+/// a string compare as DECIMAL, that and a second string as DOUBLE.
+fn number_between_texts(table: &TableInfo, e: &Expr) -> Option<(usize, bool)> {
+    let Expr::Between(x, lo, hi, ..) = e else {
+        return None;
+    };
+    let Expr::Col(col) = **x else {
+        return None;
+    };
+    let ty = &table.columns.get(col)?.ty;
+    let text = |b: &Expr| matches!(b, Expr::Lit(Val::Str(_)));
+    ((text(lo) || text(hi)) && ty.is_number()).then(|| {
+        let integer = !matches!(
+            ty,
+            SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
+        );
+        (col, integer && !(text(lo) && text(hi)))
     })
 }
 
@@ -316,6 +340,28 @@ fn fold_disjuncts(
             .collect();
         planned_since(ctx, before);
         return Ok(Folded::Expr(Expr::In(x.clone(), items, *negated, *c)));
+    }
+    // A BETWEEN's string bounds likewise, each with its warning at the
+    // first row compared (a key's range reads them silently: `silent`).
+    if let (true, Some((_, integer)), Expr::Between(x, lo, hi, negated, c)) =
+        (numbers, number_between_texts(table, e), e)
+    {
+        let mut read = |b: &Expr| match b {
+            Expr::Lit(Val::Str(t)) => {
+                let before = ctx.warnings.len();
+                let number = Expr::Lit(super::expr::eval::compared_number(t, integer, ctx));
+                warned_once(number, ctx, before)
+            }
+            other => other.clone(),
+        };
+        let (lo, hi) = (read(lo), read(hi));
+        return Ok(Folded::Expr(Expr::Between(
+            x.clone(),
+            Box::new(lo),
+            Box::new(hi),
+            *negated,
+            *c,
+        )));
     }
     // So are those compared with a TIME column, as TIMEs.
     if numbers && time_vs_text(table, e) {
