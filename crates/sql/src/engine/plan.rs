@@ -152,22 +152,33 @@ fn number_vs_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'
         _ => return None,
     };
     let ty = &table.columns.get(col)?.ty;
-    (ty.is_number() || matches!(ty, SqlType::Bit { .. } | SqlType::Year)).then(|| {
-        (
-            col,
-            !matches!(
-                ty,
-                SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
-            ),
-            &text[..],
-        )
-    })
+    (ty.is_number() || matches!(ty, SqlType::Bit { .. } | SqlType::Year))
+        .then(|| (col, reads_as_integer(ty), &text[..]))
+}
+
+/// Whether a string compared with a column of type `ty` is read as for
+/// an integer (a DECIMAL), not as a DOUBLE.
+fn reads_as_integer(ty: &SqlType) -> bool {
+    !matches!(
+        ty,
+        SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
+    )
+}
+
+/// A string literal of a comparison with a number column, read as that
+/// comparison reads it ([`super::expr::eval::compared_number`]); any
+/// other expression as it is.
+fn text_as_number(e: &Expr, integer: bool, ctx: &mut Ctx<'_>) -> Expr {
+    match e {
+        Expr::Lit(Val::Str(t)) => Expr::Lit(super::expr::eval::compared_number(t, integer, ctx)),
+        other => other.clone(),
+    }
 }
 
 /// `col IN (…)` of a number column with a list of string literals only:
-/// the column, and whether it is an integer. (A list that mixes in
+/// whether they are read as for an integer. (A list that mixes in
 /// numbers MariaDB compares item by item, per row.)
-fn number_in_texts(table: &TableInfo, e: &Expr) -> Option<(usize, bool)> {
+fn number_in_texts(table: &TableInfo, e: &Expr) -> Option<bool> {
     let Expr::In(x, list, ..) = e else {
         return None;
     };
@@ -176,20 +187,14 @@ fn number_in_texts(table: &TableInfo, e: &Expr) -> Option<(usize, bool)> {
     };
     let ty = &table.columns.get(col)?.ty;
     let texts = list.iter().all(|i| matches!(i, Expr::Lit(Val::Str(_))));
-    (texts && ty.is_number()).then(|| {
-        let integer = !matches!(
-            ty,
-            SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
-        );
-        (col, integer)
-    })
+    (texts && ty.is_number()).then(|| reads_as_integer(ty))
 }
 
 /// `col BETWEEN lo AND hi` of a number column with a string literal
-/// bound: the column, and whether the bounds are read as for an integer
-/// (DECIMAL). MariaDB aggregates the three types pairwise: an integer and
-/// a string compare as DECIMAL, that and a second string as DOUBLE.
-fn number_between_texts(table: &TableInfo, e: &Expr) -> Option<(usize, bool)> {
+/// bound: whether the bounds are read as for an integer (DECIMAL).
+/// MariaDB aggregates the three types pairwise: an integer and a string
+/// compare as DECIMAL, that and a second string as DOUBLE.
+fn number_between_texts(table: &TableInfo, e: &Expr) -> Option<bool> {
     let Expr::Between(x, lo, hi, ..) = e else {
         return None;
     };
@@ -198,13 +203,8 @@ fn number_between_texts(table: &TableInfo, e: &Expr) -> Option<(usize, bool)> {
     };
     let ty = &table.columns.get(col)?.ty;
     let text = |b: &Expr| matches!(b, Expr::Lit(Val::Str(_)));
-    ((text(lo) || text(hi)) && ty.is_number()).then(|| {
-        let integer = !matches!(
-            ty,
-            SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
-        );
-        (col, integer && !(text(lo) && text(hi)))
-    })
+    ((text(lo) || text(hi)) && ty.is_number())
+        .then(|| reads_as_integer(ty) && !(text(lo) && text(hi)))
 }
 
 /// Whether `e` compares a TIME column with string literals (`=`, `IN`,
@@ -325,34 +325,26 @@ fn fold_disjuncts(
     // An IN list of strings against a number column is read once, as
     // MariaDB's IN reads such a list when it is set up: its warnings are
     // the planning's, never a row's (a strict write only warns).
-    if let (true, Some((_, integer)), Expr::In(x, list, negated, c)) =
+    if let (true, Some(integer), Expr::In(x, list, negated, c)) =
         (numbers, number_in_texts(table, e), e)
     {
         let before = ctx.warnings.len();
         let items = list
             .iter()
-            .map(|i| match i {
-                Expr::Lit(Val::Str(t)) => {
-                    Expr::Lit(super::expr::eval::compared_number(t, integer, ctx))
-                }
-                other => other.clone(),
-            })
+            .map(|i| text_as_number(i, integer, ctx))
             .collect();
         planned_since(ctx, before);
         return Ok(Folded::Expr(Expr::In(x.clone(), items, *negated, *c)));
     }
     // A BETWEEN's string bounds likewise, each with its warning at the
     // first row compared (a key's range reads them silently: `silent`).
-    if let (true, Some((_, integer)), Expr::Between(x, lo, hi, negated, c)) =
+    if let (true, Some(integer), Expr::Between(x, lo, hi, negated, c)) =
         (numbers, number_between_texts(table, e), e)
     {
-        let mut read = |b: &Expr| match b {
-            Expr::Lit(Val::Str(t)) => {
-                let before = ctx.warnings.len();
-                let number = Expr::Lit(super::expr::eval::compared_number(t, integer, ctx));
-                warned_once(number, ctx, before)
-            }
-            other => other.clone(),
+        let mut read = |b: &Expr| {
+            let before = ctx.warnings.len();
+            let number = text_as_number(b, integer, ctx);
+            warned_once(number, ctx, before)
         };
         let (lo, hi) = (read(lo), read(hi));
         return Ok(Folded::Expr(Expr::Between(
