@@ -150,31 +150,50 @@ pub enum SchemaKind {
     Altered,
     /// Dropped: no change of it follows.
     Dropped,
+    /// A new table (a copying ALTER TABLE's copy) took the name of a
+    /// subscribed table and replaces it; the subscription has it from
+    /// here on, and its changes follow (docs/events.md, "A copying
+    /// ALTER"). `SchemaChange::table` names the new table; the one it
+    /// replaced, renamed before, is dropped next.
+    Replaced,
 }
 
 impl SchemaKind {
-    /// `alter` or `drop`.
+    /// `alter`, `drop` or `replace`.
     pub fn as_str(self) -> &'static str {
         match self {
             SchemaKind::Altered => "alter",
             SchemaKind::Dropped => "drop",
+            SchemaKind::Replaced => "replace",
+        }
+    }
+
+    /// The entry kind (`signal::sub_change`) of this event.
+    fn code(self) -> u8 {
+        match self {
+            SchemaKind::Altered => sub_change::ALTER,
+            SchemaKind::Dropped => sub_change::DROP,
+            SchemaKind::Replaced => sub_change::REPLACE,
         }
     }
 }
 
-/// A subscribed table altered or dropped, in the stream's order
+/// A subscribed table altered, dropped or replaced, in the stream's order
 /// (docs/events.md, "Schema changes").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchemaChange {
-    /// The table's name in the dictionary.
+    /// The table's name in the dictionary, at the version it names (an
+    /// alter that renames it: the new name).
     pub table: String,
-    /// Altered or dropped.
+    /// Altered, dropped or replaced.
     pub kind: SchemaKind,
-    /// The table's version after the alter; a drop's: its last.
+    /// The table's version after the alter; a drop's: its last; a
+    /// replacing table's: its own (a new table's versions start anew).
     pub version: u32,
     /// Where in the epoch's `changes` it goes (before the change at this
-    /// index): an alter's, every change of the table before it is of the
-    /// old definition, from it on of the new; a drop's, the end.
+    /// index): an alter's or a replacement's, every change of the table
+    /// before it is of the old definition (or table), from it on of the
+    /// new; a drop's, the end.
     pub at: usize,
 }
 
@@ -532,6 +551,7 @@ impl Session {
                 buckets,
                 announced,
                 seen: BTreeMap::new(),
+                replacing: Vec::new(),
             },
             nodes,
             buckets,
@@ -1272,6 +1292,10 @@ impl Subscription {
                 .get(&epoch)
                 .is_some_and(|p| p.done.contains(bucket))
         {
+            // Not taken, but a copy it names is followed all the same: a
+            // node that sends the rest of this bucket may have filed the
+            // entry in this epoch and sends the copy's changes later.
+            self.follow_in(changes);
             None
         } else {
             Some(self.decode(changes, bucket))
@@ -1418,13 +1442,17 @@ impl Subscription {
                 }
             };
             if sub_change::is_schema(entry.kind) {
-                let kind = if entry.kind == sub_change::DROP {
-                    SchemaKind::Dropped
-                } else {
-                    SchemaKind::Altered
+                let kind = match entry.kind {
+                    sub_change::DROP => SchemaKind::Dropped,
+                    sub_change::REPLACE => SchemaKind::Replaced,
+                    _ => SchemaKind::Altered,
                 };
-                if kind == SchemaKind::Altered {
-                    self.install_definition(entry.table, entry.version, entry.after);
+                match kind {
+                    SchemaKind::Altered => {
+                        self.install_definition(entry.table, entry.version, entry.after);
+                    }
+                    SchemaKind::Replaced => self.follow(&entry),
+                    SchemaKind::Dropped => {}
                 }
                 if self.tables.contains_key(&entry.table) {
                     out.push(Item::Schema {
@@ -1496,6 +1524,96 @@ impl Subscription {
         }
     }
 
+    /// The `REPLACE` entries of `bytes` (a part not taken), followed.
+    fn follow_in(&mut self, bytes: &[u8]) {
+        for entry in sub_change::entries(bytes).map_while(Result::ok) {
+            if entry.kind == sub_change::REPLACE {
+                self.follow(&entry);
+            }
+        }
+    }
+
+    /// A `REPLACE` entry: a copying ALTER's copy took the name of a
+    /// subscribed table; it is subscribed from now on, decoded by the
+    /// definition the entry carries (by the dictionary's, with its parts
+    /// tables, if it has BLOB/TEXT columns), with the subscription's
+    /// projection. Every data node sends the entry before any change of
+    /// the copy, so none comes before the copy is known here.
+    fn follow(&mut self, entry: &sub_change::Entry<'_>) {
+        let copy = entry.table;
+        let Some(replaced) = sub_change::replaced_table(entry) else {
+            tracing::warn!(
+                "subscription {}: a REPLACE entry without the replaced table",
+                self.sub_id
+            );
+            return;
+        };
+        if !self.tables.contains_key(&replaced) || self.tables.contains_key(&copy) {
+            return;
+        }
+        let def = match TableDef::decode(entry.after) {
+            Ok(def) if def.id == copy && def.version == entry.version => def,
+            Ok(def) => {
+                return tracing::warn!(
+                    "subscription {}: the REPLACE entry of table {copy} version {} holds table {} \
+                     version {}: left out",
+                    self.sub_id,
+                    entry.version,
+                    def.id,
+                    def.version
+                );
+            }
+            Err(error) => {
+                return tracing::warn!(
+                    "subscription {}: the REPLACE entry of table {copy}: {error}",
+                    self.sub_id
+                );
+            }
+        };
+        let table = if def.columns.iter().any(|c| c.ty.is_blob()) {
+            let name = def.name.clone();
+            let fetched = self.cluster.session().and_then(|session| {
+                session.forget_table(&name);
+                session.table(&name)
+            });
+            match fetched {
+                Ok(table) if table.id() == copy => table,
+                Ok(_) | Err(_) => {
+                    return tracing::warn!(
+                        "subscription {}: `{name}` (table {copy}), which replaces table \
+                         {replaced}, could not be read from the dictionary: its changes are \
+                         left out",
+                        self.sub_id
+                    );
+                }
+            }
+        } else {
+            Arc::new(Table::new(def))
+        };
+        tracing::info!(
+            "subscription {}: `{}` (table {copy}) replaces table {replaced}",
+            self.sub_id,
+            table.name()
+        );
+        let shown = self.shown_columns(table.def());
+        self.tables.insert(copy, Subscribed::new(table, shown));
+        self.schema_order.follow(copy);
+    }
+
+    /// The columns of `def` this subscription shows: those it named that
+    /// are there, else every column (the hidden `$` ones if asked for).
+    fn shown_columns(&self, def: &TableDef) -> Vec<usize> {
+        match &self.options.columns {
+            None => (0..def.columns.len())
+                .filter(|&c| self.options.hidden_columns || !def.columns[c].name.starts_with('$'))
+                .collect(),
+            Some(names) => names
+                .iter()
+                .filter_map(|n| def.columns.iter().position(|c| &c.name == n))
+                .collect(),
+        }
+    }
+
     /// Fetches table `id`'s definition again (a change of a newer version
     /// came before its alter's entry).
     fn refresh(&mut self, id: u32) {
@@ -1533,19 +1651,8 @@ impl Subscription {
         let Some(current) = self.tables.get(&id) else {
             return;
         };
-        let def = table.def();
-        let old_def = current.table.def();
-        let hidden = self.options.hidden_columns;
-        let shown: Vec<usize> = match &self.options.columns {
-            None => (0..def.columns.len())
-                .filter(|&c| hidden || !def.columns[c].name.starts_with('$'))
-                .collect(),
-            Some(names) => names
-                .iter()
-                .filter_map(|n| def.columns.iter().position(|c| &c.name == n))
-                .collect(),
-        };
-        let old_version = old_def.version;
+        let old_version = current.table.def().version;
+        let shown = self.shown_columns(table.def());
         let old = self.tables.insert(id, Subscribed::new(table, shown));
         if let Some(old) = old {
             self.older.insert((id, old_version), old);
@@ -1554,10 +1661,13 @@ impl Subscription {
 
     /// The epoch's entries as handed out (see [`SchemaOrder::order`]).
     fn order_schema(&mut self, epoch: Epoch, items: Vec<Item>) -> EpochChanges {
-        let tables = &self.tables;
-        let name = |t: u32| {
-            tables
-                .get(&t)
+        let (tables, older) = (&self.tables, &self.older);
+        // The name of that version (a copy's swap renames the old table
+        // after its lock's alter), else the latest known.
+        let name = |t: u32, version: u32| {
+            older
+                .get(&(t, version))
+                .or_else(|| tables.get(&t))
                 .map(|s| s.table.name().to_owned())
                 .unwrap_or_default()
         };
@@ -1576,9 +1686,21 @@ struct SchemaOrder {
     /// Schema entries received and not yet announced: (kind, table,
     /// version) → the buckets whose part of some epoch had it.
     seen: BTreeMap<(u8, u32, u32), NodeBitmask>,
+    /// Tables that replace subscribed ones, their replacement not yet
+    /// announced.
+    replacing: Vec<u32>,
 }
 
 impl SchemaOrder {
+    /// Table `table` replaces a subscribed one (a `REPLACE` entry): its
+    /// replacement is announced like an alter from no version.
+    fn follow(&mut self, table: u32) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.announced.entry(table) {
+            e.insert(0);
+            self.replacing.push(table);
+        }
+    }
+
     /// The epoch's entries as handed out: row changes, and a schema event
     /// per table altered or dropped here. A table's schema event comes
     /// once every bucket's part had its entry (each node files it after
@@ -1591,7 +1713,7 @@ impl SchemaOrder {
         &mut self,
         epoch: Epoch,
         items: Vec<Item>,
-        name: &dyn Fn(u32) -> String,
+        name: &dyn Fn(u32, u32) -> String,
     ) -> EpochChanges {
         let mut rows = Vec::with_capacity(items.len());
         for item in items {
@@ -1607,12 +1729,8 @@ impl SchemaOrder {
                     kind,
                     bucket,
                 } => {
-                    let code = match kind {
-                        SchemaKind::Altered => sub_change::ALTER,
-                        SchemaKind::Dropped => sub_change::DROP,
-                    };
                     self.seen
-                        .entry((code, table, version))
+                        .entry((kind.code(), table, version))
                         .or_default()
                         .insert(bucket);
                 }
@@ -1632,7 +1750,12 @@ impl SchemaOrder {
             } else if version > known
                 && (all || rows.iter().any(|(t, v, _)| *t == table && *v >= version))
             {
-                events.push((table, SchemaKind::Altered, version));
+                let kind = if code == sub_change::REPLACE {
+                    SchemaKind::Replaced
+                } else {
+                    SchemaKind::Altered
+                };
+                events.push((table, kind, version));
             }
         }
         // A change under a definition no entry announced yet.
@@ -1640,15 +1763,20 @@ impl SchemaOrder {
             let newer = self.announced.get(table).is_some_and(|&k| *version > k);
             let listed = events
                 .iter()
-                .any(|(t, k, v)| t == table && *k == SchemaKind::Altered && v >= version);
+                .any(|(t, k, v)| t == table && *k != SchemaKind::Dropped && v >= version);
             if newer && !listed {
-                events.push((*table, SchemaKind::Altered, *version));
+                let kind = if self.replacing.contains(table) {
+                    SchemaKind::Replaced
+                } else {
+                    SchemaKind::Altered
+                };
+                events.push((*table, kind, *version));
             }
         }
         let is_new = |table: u32, version: u32| {
             events
                 .iter()
-                .any(|&(t, k, v)| t == table && k == SchemaKind::Altered && version >= v)
+                .any(|&(t, k, v)| t == table && k != SchemaKind::Dropped && version >= v)
         };
         let (old, new): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(t, v, _)| !is_new(*t, *v));
         // An alter goes between the old and the new changes; a drop after
@@ -1658,7 +1786,8 @@ impl SchemaOrder {
         events.sort_unstable_by_key(|&(t, k, v)| (t, v, k == SchemaKind::Dropped));
         for (table, kind, version) in events {
             let at = match kind {
-                SchemaKind::Altered => {
+                SchemaKind::Altered | SchemaKind::Replaced => {
+                    self.replacing.retain(|&t| t != table);
                     let known = self.announced.entry(table).or_insert(version);
                     *known = (*known).max(version);
                     at_alter
@@ -1669,13 +1798,15 @@ impl SchemaOrder {
                 }
             };
             schema.push(SchemaChange {
-                table: name(table),
+                table: name(table, version),
                 kind,
                 version,
                 at,
             });
         }
-        schema.sort_by_key(|s| s.at);
+        // At one place, a drop after an alter or a replacement (a copy's
+        // replacement and the old table's drop can share an epoch's end).
+        schema.sort_by_key(|s| (s.at, s.kind == SchemaKind::Dropped));
         let announced = &self.announced;
         self.seen.retain(|&(code, table, version), _| {
             announced
@@ -1812,6 +1943,7 @@ mod tests {
             buckets: [bucket(2), bucket(3)].into_iter().collect(),
             announced: [(7, 1)].into_iter().collect(),
             seen: BTreeMap::new(),
+            replacing: Vec::new(),
         }
     }
 
@@ -1854,7 +1986,7 @@ mod tests {
     #[test]
     fn an_alter_comes_once_every_bucket_had_its_entry() {
         let mut o = order();
-        let name = |_| "t".to_owned();
+        let name = |_, _| "t".to_owned();
         let e = o.order(
             Epoch::from_u64(1),
             vec![row(1, 1), entry(SchemaKind::Altered, 2, 2)],
@@ -1879,7 +2011,7 @@ mod tests {
     #[test]
     fn a_change_of_the_new_definition_announces_the_alter_before_it() {
         let mut o = order();
-        let name = |_| "t".to_owned();
+        let name = |_, _| "t".to_owned();
         let items = vec![row(2, 1), entry(SchemaKind::Altered, 2, 2), row(1, 2)];
         let e = o.order(Epoch::from_u64(1), items, &name);
         assert_eq!(ids(&e), [2, 1], "the old definition's change first");
@@ -1894,9 +2026,63 @@ mod tests {
     }
 
     #[test]
+    fn a_replacing_table_is_announced_before_its_first_change() {
+        let mut o = order();
+        let name = |t: u32, _| format!("t{t}");
+        let copy_row = |id| Item::Row {
+            table: 9,
+            version: 2,
+            change: RowChange {
+                table: "t",
+                kind: ChangeKind::Insert,
+                before: None,
+                after: Some(vec![("id", Value::Int(id))]),
+            },
+        };
+        let replaced = |b| Item::Schema {
+            table: 9,
+            version: 2,
+            kind: SchemaKind::Replaced,
+            bucket: bucket(b),
+        };
+        o.follow(9);
+        // One bucket's entry, then a change of the copy in the same epoch
+        // (the old table's change before it goes first).
+        let items = vec![copy_row(2), replaced(2), row(1, 1)];
+        let e = o.order(Epoch::from_u64(1), items, &name);
+        assert_eq!(ids(&e), [1, 2]);
+        assert_eq!(e.schema.len(), 1);
+        assert_eq!(
+            (e.schema[0].kind, e.schema[0].version, e.schema[0].at),
+            (SchemaKind::Replaced, 2, 1)
+        );
+        assert_eq!(e.schema[0].table, "t9");
+        // The other bucket's entry later: announced once only.
+        let e = o.order(Epoch::from_u64(2), vec![replaced(3), copy_row(3)], &name);
+        assert!(e.schema.is_empty(), "{e:?}");
+        assert!(o.seen.is_empty() && o.replacing.is_empty());
+        // A change of the copy whose entry came in a part not taken: a
+        // replacement still, not an alter.
+        let mut o = order();
+        o.follow(9);
+        let e = o.order(Epoch::from_u64(1), vec![copy_row(4)], &name);
+        assert_eq!(e.schema.len(), 1);
+        assert_eq!(e.schema[0].kind, SchemaKind::Replaced);
+        // Every bucket's entry and no change: announced at the end.
+        let mut o = order();
+        o.follow(9);
+        let e = o.order(Epoch::from_u64(1), vec![replaced(2), replaced(3)], &name);
+        assert_eq!(e.schema.len(), 1);
+        assert_eq!(
+            (e.schema[0].kind, e.schema[0].at),
+            (SchemaKind::Replaced, 0)
+        );
+    }
+
+    #[test]
     fn a_drop_ends_the_epoch_and_the_table() {
         let mut o = order();
-        let name = |_| "t".to_owned();
+        let name = |_, _| "t".to_owned();
         let items = vec![
             entry(SchemaKind::Dropped, 1, 2),
             row(1, 1),

@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! "TD"              magic, 2 bytes
-//! u16               format version (TABLE_DEF_FORMAT_VERSION = 3; 1 and 2 are read too)
+//! u16               format version (TABLE_DEF_FORMAT_VERSION = 4; 1 to 3 are read too)
 //! str               table name
 //! u32 id, u32 version, u32 partitions
 //! u8                table flags (version 2 on): bit 0 READ_BACKUP, bit 1
@@ -31,6 +31,8 @@
 //! u16               index count, then per index:
 //!     str name, u32 id, u8 kind (1 unique, 2 ordered), u16 n, n × u16 columns
 //! u32 n, n bytes    SQL metadata (version 3 on; opaque, `TableDef::sql_meta`)
+//! u32               the id of the table this one replaces, 0 for none
+//!                   (version 4 on; `TableDef::replaces`)
 //! ```
 //!
 //! Type tags and parameters: 1 TINYINT, 2 SMALLINT, 3 MEDIUMINT, 4 INT,
@@ -62,7 +64,7 @@ use super::value::{Date, DateTime, Value};
 /// The two bytes every encoded table definition starts with.
 pub const TABLE_DEF_MAGIC: [u8; 2] = *b"TD";
 /// The format version this build writes and the newest it reads.
-pub const TABLE_DEF_FORMAT_VERSION: u16 = 3;
+pub const TABLE_DEF_FORMAT_VERSION: u16 = 4;
 /// Table flag: `READ_BACKUP` (`TableDef::read_backup`).
 const TABLE_FLAG_READ_BACKUP: u8 = 1;
 /// Table flag: `FULLY_REPLICATED` (`TableDef::fully_replicated`).
@@ -182,6 +184,7 @@ impl TableDef {
         }
         put_u32_len(out, self.sql_meta.len());
         out.extend_from_slice(&self.sql_meta);
+        out.extend_from_slice(&self.replaces.to_le_bytes());
         debug_assert!(out.len() - start >= TABLE_DEF_MAGIC.len() + 2);
     }
 
@@ -533,6 +536,12 @@ impl<'a> Reader<'a> {
         } else {
             Vec::new()
         };
+        // Versions 1 to 3 had no replaced table.
+        let replaces = if version >= 4 {
+            self.u32("replaced table")?
+        } else {
+            0
+        };
         if self.remaining() != 0 {
             return Err(self.error("end", CodecProblem::TrailingBytes(self.remaining())));
         }
@@ -548,6 +557,7 @@ impl<'a> Reader<'a> {
             read_backup: table_flags & TABLE_FLAG_READ_BACKUP != 0,
             fully_replicated: table_flags & TABLE_FLAG_FULLY_REPLICATED != 0,
             sql_meta,
+            replaces,
         })
     }
 
@@ -889,10 +899,10 @@ mod tests {
         assert_eq!(error.problem, CodecProblem::BadMagic(*b"XD"));
         assert_eq!(error.table, None);
         let mut bad = bytes.clone();
-        bad[2] = 4;
+        bad[2] = 5;
         assert_eq!(
             TableDef::decode(&bad).unwrap_err().problem,
-            CodecProblem::UnsupportedVersion(4)
+            CodecProblem::UnsupportedVersion(5)
         );
         let mut bad = bytes.clone();
         bad.push(0);
@@ -911,27 +921,43 @@ mod tests {
             TableDef::decode(&bad).unwrap_err().problem,
             CodecProblem::BadFlags(0x80)
         );
-        // A version 2 definition (no SQL metadata: the empty one's u32
-        // length is the last four bytes) still reads; version 1 (no table
-        // flags either) too, without READ_BACKUP.
-        assert_eq!(bytes[bytes.len() - 4..], [0; 4]);
-        let mut v2 = bytes[..bytes.len() - 4].to_vec();
+        // A version 3 definition (no replaced table: the last four bytes)
+        // still reads; version 2 (no SQL metadata: the empty one's u32
+        // length is the four bytes before) too, and version 1 (no table
+        // flags either), without READ_BACKUP.
+        assert_eq!(bytes[bytes.len() - 8..], [0; 8]);
+        let mut v3 = bytes[..bytes.len() - 4].to_vec();
+        v3[2] = 3;
+        assert_eq!(TableDef::decode(&v3).unwrap(), sample());
+        let mut v2 = v3[..v3.len() - 4].to_vec();
         v2[2] = 2;
         assert_eq!(TableDef::decode(&v2).unwrap(), sample());
         let mut v1 = v2.clone();
         v1[2] = 1;
         v1.remove(flags_at);
         assert_eq!(TableDef::decode(&v1).unwrap(), sample());
+        // Version 4's replaced table reads back; version 3 has none.
+        let mut replacing = sample();
+        replacing.replaces = 0x0102_0304;
+        let replacing_bytes = replacing.to_bytes();
+        assert_eq!(replacing_bytes[replacing_bytes.len() - 4..], [4, 3, 2, 1]);
+        assert_eq!(TableDef::decode(&replacing_bytes).unwrap(), replacing);
+        let mut old_replacing = replacing_bytes.clone();
+        old_replacing[2] = 3;
+        assert!(matches!(
+            TableDef::decode(&old_replacing).unwrap_err().problem,
+            CodecProblem::TrailingBytes(4)
+        ));
         // Version 3's SQL metadata travels as it is; a length past the end
         // is refused, and so is metadata in a version 2 definition.
         let with_meta = sample().sql_meta(vec![1, 0, 255, 7]);
         let meta_bytes = with_meta.to_bytes();
         assert_eq!(TableDef::decode(&meta_bytes).unwrap(), with_meta);
         let mut lying = meta_bytes.clone();
-        let len_at = lying.len() - 8;
-        lying[len_at] = 5;
+        let len_at = lying.len() - 12;
+        lying[len_at] = 9;
         assert_eq!(TableDef::decode(&lying).unwrap_err().field, "sql metadata");
-        let mut old_with_meta = meta_bytes.clone();
+        let mut old_with_meta = meta_bytes[..meta_bytes.len() - 4].to_vec();
         old_with_meta[2] = 2;
         assert!(matches!(
             TableDef::decode(&old_with_meta).unwrap_err().problem,
@@ -993,8 +1019,8 @@ mod tests {
         );
         let bytes = table.to_bytes();
         // After the text: the empty keys and index list (2 + 2 + 2 bytes)
-        // and the empty SQL metadata's length (4).
-        let text_at = bytes.len() - 4 - 2 - 2 - 2 - 3;
+        // the empty SQL metadata's length (4) and the replaced table (4).
+        let text_at = bytes.len() - 4 - 4 - 2 - 2 - 2 - 3;
         assert_eq!(&bytes[text_at..text_at + 3], b"1.5");
         let mut bad = bytes.clone();
         bad[text_at + 1] = b'x';

@@ -102,6 +102,12 @@ pub struct TableDef {
     /// way). Opaque here: the data nodes store and ship it, never read it;
     /// an alter may change it. Empty for a table made outside SQL.
     pub sql_meta: Vec<u8>,
+    /// The table this one replaces (its id; 0: none): a copying ALTER
+    /// TABLE's copy names the old table when it takes the old one's name,
+    /// and the change stream follows a subscribed table to it
+    /// (docs/events.md, "A copying ALTER"). Kept by later alters; the data
+    /// nodes act at the alter that sets it.
+    pub replaces: u32,
 }
 
 /// Why a table definition is refused. Every variant names the table and,
@@ -210,6 +216,7 @@ impl TableDef {
             read_backup: false,
             fully_replicated: false,
             sql_meta: Vec::new(),
+            replaces: 0,
         }
     }
 
@@ -315,6 +322,7 @@ impl TableDef {
             read_backup: self.read_backup,
             fully_replicated: self.fully_replicated,
             sql_meta: self.sql_meta.clone(),
+            replaces: self.replaces,
         }
     }
 
@@ -568,6 +576,7 @@ impl TableDef {
             read_backup: self.read_backup,
             fully_replicated: self.fully_replicated,
             sql_meta: Vec::new(),
+            replaces: 0,
         }
     }
 
@@ -619,6 +628,7 @@ impl TableDef {
             read_backup: self.read_backup,
             fully_replicated: self.fully_replicated,
             sql_meta: Vec::new(),
+            replaces: 0,
         }
     }
 }

@@ -53,8 +53,10 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `BackupFragRef`, `BackupLogReq`, `BackupLogConf`, `BackupLogRef`
 /// (each data node writes its share of a backup, rows and log). 18:
 /// `SubStartConf::incarnation`, `SubIncarnationRep`, `SubLostRef` (the
-/// change stream through a whole-cluster restart).
-pub const WIRE_VERSION: u8 = 18;
+/// change stream through a whole-cluster restart). 19: the change
+/// stream's `sub_change::REPLACE` entry and `TableDef` format 4 (its
+/// replaced table: a copying ALTER followed).
+pub const WIRE_VERSION: u8 = 19;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

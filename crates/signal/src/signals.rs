@@ -1157,6 +1157,13 @@ pub mod sub_change {
     /// A schema entry: the table was dropped (`version`: its last); no
     /// change of it follows.
     pub const DROP: u8 = 5;
+    /// A schema entry (wire version 19): the table (a copying ALTER
+    /// TABLE's copy, `version` its version) took the name of the table
+    /// whose id is the before image (`u32`, little-endian) and replaces
+    /// it: a subscriber of that table gets this one's changes from here
+    /// on. The after image is its definition, as an alter's. See
+    /// docs/events.md, "A copying ALTER".
+    pub const REPLACE: u8 = 6;
     /// The partition of a schema entry: it belongs to every bucket.
     pub const ALL_PARTITIONS: u32 = u32::MAX;
     /// `SubTableData`'s epoch when it carries a schema entry from an LDM
@@ -1165,7 +1172,13 @@ pub mod sub_change {
 
     /// Whether `kind` is a schema entry's.
     pub fn is_schema(kind: u8) -> bool {
-        kind == ALTER || kind == DROP
+        kind == ALTER || kind == DROP || kind == REPLACE
+    }
+
+    /// The replaced table's id in a [`REPLACE`] entry's before image.
+    pub fn replaced_table(entry: &Entry<'_>) -> Option<u32> {
+        let bytes: [u8; 4] = entry.before.try_into().ok()?;
+        (entry.kind == REPLACE).then(|| u32::from_le_bytes(bytes))
     }
     /// Bytes of an entry before its images: kind, flags, table, version,
     /// partition.
@@ -1244,7 +1257,7 @@ pub mod sub_change {
             Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let kind = bytes[0];
-        if !(INSERT..=DROP).contains(&kind) {
+        if !(INSERT..=REPLACE).contains(&kind) {
             return Err(format!("row change entry of unknown kind {kind}"));
         }
         let table = u32_at(2).ok_or_else(short)?;

@@ -160,7 +160,8 @@ fn print_epoch(out: &mut impl Write, e: &EpochChanges, json: bool) -> std::io::R
 }
 
 /// A schema event: `{"epoch": "<hi>/<lo>", "table": "db.t", "schema":
-/// "alter"|"drop", "version": N}`, where it falls among the epoch's changes.
+/// "alter"|"drop"|"replace", "version": N}`, where it falls among the epoch's
+/// changes.
 fn print_schema(
     out: &mut impl Write,
     epoch: Epoch,

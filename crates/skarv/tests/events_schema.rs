@@ -1,28 +1,42 @@
 //! Schema changes in the change stream (docs/events.md, "Schema
 //! changes"), in real processes: a 2 × 2 sandbox with a SQL node; two
 //! writers insert rows through SQL while a native subscriber records the
-//! table; the table is altered (an online `ADD COLUMN`) under the writers,
-//! then dropped. A native transaction holds an insert open when the alter
+//! table.
+//!
+//! `an_alter_and_a_drop_come_in_the_stream_between_the_right_changes`:
+//! the table is altered (an online `ADD COLUMN`) under the writers, then
+//! dropped. A native transaction holds an insert open when the alter
 //! begins, so the alter waits for it and it commits epochs later, while
 //! the writers are refused (the data nodes' alter waits for the table's
-//! transactions to end).
+//! transactions to end). The stream, read in order (each epoch's changes
+//! with its schema events at their places): every change before the
+//! alter's event is of the old definition (no column `w`), every change
+//! after it of the new (with `w`; the held insert is before it); the
+//! drop's event comes last and nothing of the table follows; every insert
+//! a writer saw committed is there exactly once.
 //!
-//! The stream, read in order (each epoch's changes with its schema events
-//! at their places): every change before the alter's event is of the old
-//! definition (no column `w`), every change after it of the new (with
-//! `w`; the held insert is before it); the drop's event comes last and nothing of the table follows;
-//! every insert a writer saw committed is there exactly once.
+//! `a_copying_alter_is_followed_to_its_copy`: the table is altered by a
+//! copy (`DROP COLUMN`: a new table, the rows copied, the names swapped,
+//! the old table dropped) under the writers, then dropped. The stream has
+//! one replace event naming the table: every change before it has the
+//! dropped column, every change after it (the copy's) lacks it; the
+//! copy's own inserts are not in the stream (each insert a writer saw
+//! committed is there exactly once); the old table's drop comes under its
+//! parked `#sql-old-` name, the table's own drop last.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::{connect, wait_for, Sandbox};
 use mysql::prelude::Queryable;
-use skarv_client::{ChangeKind, Cluster, Event, ExecMode, SchemaKind, SubscribeOptions, Value};
+use skarv_client::{
+    ChangeKind, Cluster, Event, ExecMode, SchemaKind, SubscribeOptions, Subscription, Value,
+};
 
 /// `TimeBetweenEpochs` of the sandbox, in ms.
 const EPOCH_INTERVAL_MS: u32 = 20;
@@ -33,8 +47,9 @@ const INSERTS_PER_PHASE: u64 = 60;
 /// How long any wait may take before the test fails.
 const WAIT: Duration = Duration::from_secs(60);
 /// Errors a writer retries while the table changes under it: definition
-/// changed (1412), lock wait (1205), a temporary cluster error (1297).
-const RETRIED: [u16; 3] = [1412, 1205, 1297];
+/// changed (1412), lock wait (1205), a temporary cluster error (1297), the
+/// name briefly unknown between a copy's two renames (1146).
+const RETRIED: [u16; 4] = [1412, 1205, 1297, 1146];
 /// The id of the insert held open when the alter begins (the writers'
 /// ids stay far below it).
 const HELD_ID: u64 = 1_000_000;
@@ -42,12 +57,18 @@ const HELD_ID: u64 = 1_000_000;
 /// commits when the alter is seen waiting for it.
 const REFUSALS_BEFORE_COMMIT: u64 = 3;
 
-/// One entry of the stream, flattened: a row change (its `id`, and
-/// whether its image has column `w`), or a schema event.
+/// One entry of the stream, flattened: a row change (its `id`, and the
+/// columns of its image), or a schema event (its kind and table).
 #[derive(Debug)]
 enum Seen {
-    Row { id: u64, has_w: bool },
-    Schema(SchemaKind),
+    Row { id: u64, columns: Vec<&'static str> },
+    Schema(SchemaKind, String),
+}
+
+impl Seen {
+    fn has(&self, column: &str) -> bool {
+        matches!(self, Seen::Row { columns, .. } if columns.contains(&column))
+    }
 }
 
 fn code(e: &mysql::Error) -> u16 {
@@ -55,6 +76,170 @@ fn code(e: &mysql::Error) -> u16 {
         mysql::Error::MySqlError(e) => e.code,
         _ => 0,
     }
+}
+
+/// Writers inserting `(id, v)` into `table` through the SQL node, each
+/// its own ids, retrying [`RETRIED`] errors.
+struct Writers {
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+    refused: Arc<AtomicU64>,
+    acked: Arc<Mutex<Vec<u64>>>,
+    failures: Arc<Mutex<Vec<String>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(port: u16, table: &'static str) -> Writers {
+        let mut writers = Writers {
+            stop: Arc::default(),
+            done: Arc::default(),
+            refused: Arc::default(),
+            acked: Arc::default(),
+            failures: Arc::default(),
+            threads: Vec::new(),
+        };
+        for w in 0..WRITERS {
+            let (stop, done, refused, acked, failures) = (
+                writers.stop.clone(),
+                writers.done.clone(),
+                writers.refused.clone(),
+                writers.acked.clone(),
+                writers.failures.clone(),
+            );
+            writers.threads.push(std::thread::spawn(move || {
+                let mut conn = connect(port);
+                let mut id = w;
+                while !stop.load(Ordering::Relaxed) {
+                    match conn
+                        .query_drop(format!("INSERT INTO {table} (id, v) VALUES ({id}, {id})"))
+                    {
+                        Ok(()) => {
+                            acked.lock().unwrap().push(id);
+                            done.fetch_add(1, Ordering::Relaxed);
+                            id += WRITERS;
+                        }
+                        Err(e) if RETRIED.contains(&code(&e)) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            failures.lock().unwrap().push(format!("insert {id}: {e}"));
+                            return;
+                        }
+                    }
+                }
+            }));
+        }
+        writers
+    }
+
+    /// Waits for [`INSERTS_PER_PHASE`] more acknowledged inserts.
+    fn progress(&self, what: &str) {
+        let from = self.done.load(Ordering::Relaxed);
+        wait_for(what, WAIT, || {
+            self.done.load(Ordering::Relaxed) >= from + INSERTS_PER_PHASE
+                || !self.failures.lock().unwrap().is_empty()
+        });
+    }
+
+    /// Stops them; the ids acknowledged.
+    fn stop(self) -> Vec<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in self.threads {
+            w.join().expect("writer");
+        }
+        let failures = self.failures.lock().unwrap();
+        assert!(failures.is_empty(), "writers failed: {failures:?}");
+        let acked = self.acked.lock().unwrap().clone();
+        acked
+    }
+}
+
+/// Reads `sub` until the drop of `table`, then a little longer (nothing
+/// may follow): the stream flattened, each epoch's schema events at their
+/// places among its changes.
+fn record(sub: &mut Subscription, table: &str) -> Vec<Seen> {
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut last_epoch = 0u64;
+    let deadline = Instant::now() + WAIT;
+    while !seen
+        .iter()
+        .any(|s| matches!(s, Seen::Schema(SchemaKind::Dropped, t) if t == table))
+    {
+        assert!(Instant::now() < deadline, "no drop event in {WAIT:?}");
+        let Some(event) = sub.next_timeout(Duration::from_secs(1)).expect("next") else {
+            continue;
+        };
+        let Event::Epoch(e) = event else {
+            panic!("a gap: {event:?}");
+        };
+        assert!(e.epoch.get() > last_epoch, "epochs ascending");
+        last_epoch = e.epoch.get();
+        for (at, change) in e.changes.iter().enumerate() {
+            for s in e.schema.iter().filter(|s| s.at == at) {
+                seen.push(Seen::Schema(s.kind, s.table.clone()));
+            }
+            assert_eq!(change.kind, ChangeKind::Insert, "{change:?}");
+            let after = change.after.as_ref().expect("an insert's after image");
+            let id = match after.iter().find(|(n, _)| *n == "id") {
+                Some((_, Value::Int(v))) => *v as u64,
+                other => panic!("id is {other:?}"),
+            };
+            let columns = after.iter().map(|(n, _)| *n).collect();
+            seen.push(Seen::Row { id, columns });
+        }
+        for s in e.schema.iter().filter(|s| s.at >= e.changes.len()) {
+            seen.push(Seen::Schema(s.kind, s.table.clone()));
+        }
+    }
+    // A little longer: nothing of the dropped table may follow.
+    let until = Instant::now() + Duration::from_millis(20 * u64::from(EPOCH_INTERVAL_MS));
+    while Instant::now() < until {
+        if let Some(Event::Epoch(e)) = sub.next_timeout(Duration::from_millis(50)).expect("next") {
+            assert!(
+                e.changes.is_empty() && e.schema.is_empty(),
+                "after the drop: {e:?}"
+            );
+        }
+    }
+    seen
+}
+
+/// Checks that every id of `acked` is a row of `seen` exactly once, and
+/// that `seen` has no other row.
+fn each_once(seen: &[Seen], acked: &[u64]) {
+    let mut ids: BTreeMap<u64, usize> = BTreeMap::new();
+    for s in seen {
+        if let Seen::Row { id, .. } = s {
+            *ids.entry(*id).or_default() += 1;
+        }
+    }
+    let missing: Vec<u64> = acked
+        .iter()
+        .copied()
+        .filter(|id| !ids.contains_key(id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "committed inserts missing from the stream: {missing:?} ({} acknowledged, {} seen)",
+        acked.len(),
+        ids.len(),
+    );
+    for id in acked {
+        assert_eq!(ids.get(id), Some(&1), "insert {id} in the stream once");
+    }
+    assert_eq!(ids.len(), acked.len(), "nothing that was not committed");
+}
+
+/// The positions and kinds of the schema events of `seen`.
+fn schema_events(seen: &[Seen]) -> Vec<(usize, SchemaKind, &str)> {
+    seen.iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s {
+            Seen::Schema(k, t) => Some((i, *k, t.as_str())),
+            Seen::Row { .. } => None,
+        })
+        .collect()
 }
 
 #[test]
@@ -79,49 +264,8 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
         .subscribe(&["es/def/t"], SubscribeOptions::default())
         .expect("subscribe");
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let refused = Arc::new(AtomicU64::new(0));
-    let acked: Arc<Mutex<Vec<u64>>> = Arc::default();
-    let failures: Arc<Mutex<Vec<String>>> = Arc::default();
-    let mut writers = Vec::new();
-    for w in 0..WRITERS {
-        let (stop, done, refused, acked, failures) = (
-            stop.clone(),
-            done.clone(),
-            refused.clone(),
-            acked.clone(),
-            failures.clone(),
-        );
-        writers.push(std::thread::spawn(move || {
-            let mut conn = connect(port);
-            let mut id = w;
-            while !stop.load(Ordering::Relaxed) {
-                match conn.query_drop(format!("INSERT INTO es.t (id, v) VALUES ({id}, {id})")) {
-                    Ok(()) => {
-                        acked.lock().unwrap().push(id);
-                        done.fetch_add(1, Ordering::Relaxed);
-                        id += WRITERS;
-                    }
-                    Err(e) if RETRIED.contains(&code(&e)) => {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) => {
-                        failures.lock().unwrap().push(format!("insert {id}: {e}"));
-                        return;
-                    }
-                }
-            }
-        }));
-    }
-    let progress = |what: &str| {
-        let from = done.load(Ordering::Relaxed);
-        wait_for(what, WAIT, || {
-            done.load(Ordering::Relaxed) >= from + INSERTS_PER_PHASE
-                || !failures.lock().unwrap().is_empty()
-        });
-    };
-    progress("inserts before the alter");
+    let writers = Writers::start(port, "es.t");
+    writers.progress("inserts before the alter");
     let table = session.table("es/def/t").expect("the table");
     let held = session.begin().expect("begin");
     held.insert(
@@ -130,140 +274,162 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
     )
     .expect("insert");
     held.execute(ExecMode::NoCommit).expect("the held insert");
-    let refused_before = refused.load(Ordering::Relaxed);
+    let refused_before = writers.refused.load(Ordering::Relaxed);
     let alter = std::thread::spawn(move || {
         connect(port)
             .query_drop("ALTER TABLE es.t ADD COLUMN w INT NULL")
             .expect("alter");
     });
     wait_for("the writers refused by the waiting alter", WAIT, || {
-        refused.load(Ordering::Relaxed) >= refused_before + REFUSALS_BEFORE_COMMIT
+        writers.refused.load(Ordering::Relaxed) >= refused_before + REFUSALS_BEFORE_COMMIT
     });
     let outcome = held
         .execute(ExecMode::Commit)
         .expect("commit the held insert");
     assert!(outcome.committed);
     alter.join().expect("alter");
-    acked.lock().unwrap().push(HELD_ID);
-    progress("inserts after the alter");
-    stop.store(true, Ordering::Relaxed);
-    for w in writers {
-        w.join().expect("writer");
-    }
-    assert!(
-        failures.lock().unwrap().is_empty(),
-        "writers failed: {:?}",
-        failures.lock().unwrap()
-    );
+    writers.progress("inserts after the alter");
+    let mut acked = writers.stop();
+    acked.push(HELD_ID);
     admin.query_drop("DROP TABLE es.t").expect("drop");
 
-    // ---- the stream, until the drop's event ----
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut last_epoch = 0u64;
-    let deadline = Instant::now() + WAIT;
-    while !seen
-        .iter()
-        .any(|s| matches!(s, Seen::Schema(SchemaKind::Dropped)))
-    {
-        assert!(Instant::now() < deadline, "no drop event in {WAIT:?}");
-        let Some(event) = sub.next_timeout(Duration::from_secs(1)).expect("next") else {
-            continue;
-        };
-        let Event::Epoch(e) = event else {
-            panic!("a gap: {event:?}");
-        };
-        assert!(e.epoch.get() > last_epoch, "epochs ascending");
-        last_epoch = e.epoch.get();
-        for (at, change) in e.changes.iter().enumerate() {
-            for s in e.schema.iter().filter(|s| s.at == at) {
-                seen.push(Seen::Schema(s.kind));
-            }
-            assert_eq!(change.kind, ChangeKind::Insert, "{change:?}");
-            let after = change.after.as_ref().expect("an insert's after image");
-            let id = match after.iter().find(|(n, _)| *n == "id") {
-                Some((_, Value::Int(v))) => *v as u64,
-                other => panic!("id is {other:?}"),
-            };
-            let has_w = after.iter().any(|(n, _)| *n == "w");
-            seen.push(Seen::Row { id, has_w });
-        }
-        for s in e.schema.iter().filter(|s| s.at >= e.changes.len()) {
-            assert_eq!(s.table, "es/def/t");
-            seen.push(Seen::Schema(s.kind));
-        }
-    }
-    // A little longer: nothing of the dropped table may follow.
-    let until = Instant::now() + Duration::from_millis(20 * u64::from(EPOCH_INTERVAL_MS));
-    while Instant::now() < until {
-        if let Some(Event::Epoch(e)) = sub.next_timeout(Duration::from_millis(50)).expect("next") {
-            assert!(
-                e.changes.is_empty() && e.schema.is_empty(),
-                "after the drop: {e:?}"
-            );
-        }
-    }
-
-    let schema: Vec<(usize, &SchemaKind)> = seen
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| match s {
-            Seen::Schema(k) => Some((i, k)),
-            Seen::Row { .. } => None,
-        })
-        .collect();
+    let seen = record(&mut sub, "es/def/t");
+    let schema = schema_events(&seen);
     assert_eq!(
-        schema.iter().map(|(_, k)| **k).collect::<Vec<_>>(),
+        schema.iter().map(|&(_, k, _)| k).collect::<Vec<_>>(),
         [SchemaKind::Altered, SchemaKind::Dropped],
         "one alter, then one drop"
     );
     let (alter_at, drop_at) = (schema[0].0, schema[1].0);
     assert_eq!(drop_at, seen.len() - 1, "the drop ends the table's changes");
-    let mut ids: BTreeMap<u64, usize> = BTreeMap::new();
     let (mut old, mut new) = (0, 0);
     for (i, s) in seen.iter().enumerate() {
-        let Seen::Row { id, has_w } = s else {
+        let Seen::Row { id, .. } = s else {
             continue;
         };
-        *ids.entry(*id).or_default() += 1;
         if *id == HELD_ID {
             assert!(i < alter_at, "the held insert after the alter's event");
         }
         if i < alter_at {
             assert!(
-                !has_w,
+                !s.has("w"),
                 "row {id} of the new definition before the alter's event"
             );
             old += 1;
         } else {
             assert!(
-                has_w,
+                s.has("w"),
                 "row {id} of the old definition after the alter's event"
             );
             new += 1;
         }
     }
-    let acked = acked.lock().unwrap();
-    let missing: Vec<u64> = acked
-        .iter()
-        .copied()
-        .filter(|id| !ids.contains_key(id))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "committed inserts missing from the stream: {missing:?} ({} acknowledged, {} seen, \
-         the alter's event at {alter_at} of {})",
-        acked.len(),
-        ids.len(),
-        seen.len()
-    );
-    for id in acked.iter() {
-        assert_eq!(ids.get(id), Some(&1), "insert {id} in the stream once");
-    }
-    assert_eq!(ids.len(), acked.len(), "nothing that was not committed");
+    each_once(&seen, &acked);
     eprintln!(
-        "events_schema: {old} inserts before the alter's event, {new} after; \
-         {} acknowledged",
+        "events_schema: {old} inserts before the alter's event, {new} after; {} acknowledged",
         acked.len()
+    );
+    assert!(old >= INSERTS_PER_PHASE as usize && new >= INSERTS_PER_PHASE as usize);
+}
+
+#[test]
+fn a_copying_alter_is_followed_to_its_copy() {
+    let epochs = format!("TimeBetweenEpochs={EPOCH_INTERVAL_MS}");
+    let sandbox = Sandbox::start_configured(
+        "events-copy",
+        17_000,
+        2,
+        &["--set", &epochs, "--sql-nodes", "1"],
+    );
+    let port = sandbox.sql_port();
+    let mut admin = connect(port);
+    admin.query_drop("CREATE DATABASE ec").unwrap();
+    admin
+        .query_drop("CREATE TABLE ec.t (id INT PRIMARY KEY, v INT NOT NULL, x INT NULL)")
+        .unwrap();
+
+    let cluster = Cluster::connect(&sandbox.connect).expect("connect");
+    let session = cluster.session().expect("session");
+    let mut sub = session
+        .subscribe(&["ec/def/t"], SubscribeOptions::default())
+        .expect("subscribe");
+    let old_id = session.table("ec/def/t").expect("the table").id();
+
+    let writers = Writers::start(port, "ec.t");
+    writers.progress("inserts before the alter");
+    admin
+        .query_drop("ALTER TABLE ec.t DROP COLUMN x")
+        .expect("the copying alter");
+    session.forget_table("ec/def/t");
+    let copy_id = session.table("ec/def/t").expect("the copy").id();
+    assert_ne!(
+        copy_id, old_id,
+        "DROP COLUMN made a new table (a copying ALTER)"
+    );
+    writers.progress("inserts after the alter");
+    let acked = writers.stop();
+    admin.query_drop("DROP TABLE ec.t").expect("drop");
+
+    let seen = record(&mut sub, "ec/def/t");
+    let schema = schema_events(&seen);
+    let replaced: Vec<usize> = schema
+        .iter()
+        .filter(|&&(_, k, _)| k == SchemaKind::Replaced)
+        .map(|&(i, _, t)| {
+            assert_eq!(t, "ec/def/t", "the replace event names the table");
+            i
+        })
+        .collect();
+    assert_eq!(replaced.len(), 1, "one replace event: {schema:?}");
+    let replace_at = replaced[0];
+    let drops: Vec<(usize, &str)> = schema
+        .iter()
+        .filter(|&&(_, k, _)| k == SchemaKind::Dropped)
+        .map(|&(i, _, t)| (i, t))
+        .collect();
+    assert_eq!(
+        drops.len(),
+        2,
+        "the old table's drop and the table's: {schema:?}"
+    );
+    assert!(
+        drops[0].1.starts_with("ec/def/#sql-old-") && drops[0].0 > replace_at,
+        "the old table is dropped, under its parked name, after the replacement: {schema:?}"
+    );
+    assert_eq!(
+        drops[1],
+        (seen.len() - 1, "ec/def/t"),
+        "the table's drop ends it"
+    );
+    assert!(
+        schema
+            .iter()
+            .filter(|&&(_, k, _)| k == SchemaKind::Altered)
+            .all(|&(i, _, _)| i < drops[0].0),
+        "the old table's alters (its lock, its parking) before its drop: {schema:?}"
+    );
+    let (mut old, mut new) = (0, 0);
+    for (i, s) in seen.iter().enumerate() {
+        let Seen::Row { id, .. } = s else {
+            continue;
+        };
+        if i < replace_at {
+            assert!(s.has("x"), "row {id} of the copy before the replace event");
+            old += 1;
+        } else {
+            assert!(
+                !s.has("x"),
+                "row {id} of the old table after the replace event"
+            );
+            new += 1;
+        }
+    }
+    each_once(&seen, &acked);
+    eprintln!(
+        "events_schema: {old} inserts before the replace event, {new} after; {} acknowledged; \
+         schema events {:?}",
+        acked.len(),
+        schema.iter().map(|&(_, k, t)| (k, t)).collect::<Vec<_>>()
     );
     assert!(old >= INSERTS_PER_PHASE as usize && new >= INSERTS_PER_PHASE as usize);
 }

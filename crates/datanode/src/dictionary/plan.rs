@@ -308,6 +308,15 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
             .iter()
             .zip(&new.columns)
             .any(|(a, b)| a.name != b.name);
+    if new.replaces != old.replaces && (new.name == old.name || new.replaces == old.id) {
+        // Set by a copying ALTER's swap: its copy takes the old table's
+        // name (docs/events.md, "A copying ALTER").
+        return Err(format!(
+            "the replaced table (id {}) may be named only with a new name, and not the table \
+             itself",
+            new.replaces
+        ));
+    }
     let added = &new.columns[old.columns.len()..];
     for column in added {
         if !column.nullable && column.default.is_none() {
@@ -452,5 +461,37 @@ mod tests {
             "{}",
             refused.message
         );
+    }
+
+    #[test]
+    fn a_replaced_table_is_named_only_with_a_new_name() {
+        let plan = plan_create(&Schema::new(), &everywhere().to_bytes(), 4, 4).expect("created");
+        let mut schema = Schema::new();
+        schema.install(plan.group.expect("a created group"));
+        let base = schema
+            .group(plan.table_id)
+            .expect("installed")
+            .base()
+            .clone();
+        let mut same_name = base.clone();
+        same_name.replaces = base.id + 100;
+        same_name.sql_meta = vec![1];
+        let refused = plan_alter(&schema, plan.table_id, &same_name.to_bytes())
+            .expect_err("replaces without a rename");
+        assert_eq!(refused.code, UNSUPPORTED_ALTER);
+        assert!(
+            refused.message.contains("replaced table"),
+            "{}",
+            refused.message
+        );
+        let mut itself = base.clone();
+        itself.name = "everywhere2".into();
+        itself.replaces = base.id;
+        plan_alter(&schema, plan.table_id, &itself.to_bytes()).expect_err("replaces itself");
+        let mut swapped = base.clone();
+        swapped.name = "everywhere2".into();
+        swapped.replaces = base.id + 100;
+        let plan = plan_alter(&schema, plan.table_id, &swapped.to_bytes()).expect("a copy's swap");
+        assert_eq!(plan.group.expect("altered").base().replaces, base.id + 100);
     }
 }

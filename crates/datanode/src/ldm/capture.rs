@@ -42,6 +42,10 @@ pub const CAPTURE_FLUSH_DELAY: Duration = Duration::from_millis(1);
 /// Bytes of captured changes that go at once, without waiting for the
 /// timer: bounds one `SubTableData` (and the memory it holds).
 pub const CAPTURE_BATCH_BYTES_MAX: usize = 256 * 1024;
+/// Copying ALTERs of captured tables remembered ([`Capture::follow`]):
+/// each is needed only until the subscription block has filed its
+/// `REPLACE` entry and asks for the copy itself, so the oldest go first.
+pub const FOLLOWED_MAX: usize = 1_024;
 
 /// What an LDM instance captures, and for whom.
 #[derive(Debug, Default)]
@@ -51,6 +55,10 @@ pub(crate) struct Capture {
     pub to: Option<BlockRef>,
     /// Table ids captured, ascending.
     pub tables: Vec<u32>,
+    /// (replaced table, its copy) of the copying ALTERs of captured tables
+    /// applied here, oldest first (at most [`FOLLOWED_MAX`]): the copy is
+    /// captured whenever the table it replaced is asked for.
+    followed: Vec<(u32, u32)>,
     /// The highest epoch of a commit run on this instance: an epoch above
     /// what this was when capture started is captured whole here.
     pub max_epoch: u64,
@@ -70,6 +78,48 @@ impl Capture {
     #[inline]
     pub fn on(&self) -> bool {
         !self.tables.is_empty()
+    }
+
+    /// Captures `tables` (what the subscription block asks for, sorted)
+    /// and the copies that replaced any of them here: the block may ask
+    /// before it has filed a copy's `REPLACE` entry and knows the copy.
+    pub fn set_tables(&mut self, mut tables: Vec<u32>) {
+        let copies: Vec<u32> = self
+            .followed
+            .iter()
+            .filter(|(old, _)| tables.binary_search(old).is_ok())
+            .map(|&(_, new)| new)
+            .collect();
+        tables.extend(copies);
+        tables.sort_unstable();
+        tables.dedup();
+        self.tables = tables;
+    }
+
+    /// A copying ALTER's copy `new` took the name of `old` and replaces it
+    /// (`TableDef::replaces`): if `old` is captured here and `new` is not,
+    /// `new` is from now on (the caller marks its fragments) and true is
+    /// returned: the caller sends the `REPLACE` entry. The copy was
+    /// written only by the ALTER until now (every SQL node waits for the
+    /// copy to end before it writes the table), so nothing of it is lost.
+    pub fn follow(&mut self, old: u32, new: u32) -> bool {
+        if self.tables.binary_search(&old).is_err() {
+            return false;
+        }
+        let Err(at) = self.tables.binary_search(&new) else {
+            return false;
+        };
+        self.tables.insert(at, new);
+        if self.followed.len() >= FOLLOWED_MAX {
+            self.followed.remove(0);
+        }
+        self.followed.push((old, new));
+        true
+    }
+
+    /// Table `table` was dropped: it is no longer a copy to follow.
+    pub fn forget(&mut self, table: u32) {
+        self.followed.retain(|&(_, new)| new != table);
     }
 
     /// Marks the fragments of `instance` as the captured tables ask. Every
@@ -155,6 +205,34 @@ impl Capture {
         def: &[u8],
         ctx: &mut Context<'_>,
     ) {
+        self.send_schema(kind, table, version, &[], def, ctx);
+    }
+
+    /// Hands the subscription block a `REPLACE` entry: `table` (version
+    /// `version`, definition `def`), a copying ALTER's copy, replaces
+    /// `replaced` and is captured from now on ([`Capture::follow`]). Sent
+    /// before any change of the copy, on the same queue.
+    pub fn replace_entry(
+        &mut self,
+        replaced: u32,
+        table: u32,
+        version: u32,
+        def: &[u8],
+        ctx: &mut Context<'_>,
+    ) {
+        let before = replaced.to_le_bytes();
+        self.send_schema(sub_change::REPLACE, table, version, &before, def, ctx);
+    }
+
+    fn send_schema(
+        &mut self,
+        kind: u8,
+        table: u32,
+        version: u32,
+        before: &[u8],
+        def: &[u8],
+        ctx: &mut Context<'_>,
+    ) {
         let Some(to) = self.to else {
             return;
         };
@@ -172,7 +250,7 @@ impl Capture {
                 table,
                 version,
                 partition: sub_change::ALL_PARTITIONS,
-                before: &[],
+                before,
                 after: def,
             },
         );

@@ -509,7 +509,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tables.dedup();
         // What was captured before goes first, as it did unbatched.
         self.capture.flush(ctx);
-        self.capture.tables = tables;
+        self.capture.set_tables(tables);
         self.apply_capture();
         let max_epoch = self.capture.max_epoch;
         ctx.send(sender, SignalBody::SubCaptureConf { max_epoch });
@@ -1055,6 +1055,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let dropped = (op == SchemaOp::DropTable)
             .then(|| self.schema.tables.get(&table_id).map(|t| t.version))
             .flatten();
+        let replaced_before = self.schema.tables.get(&table_id).map_or(0, |t| t.replaces);
         let result = self.apply_schema_change(op, table_id, group);
         self.schema.version = schema_version;
         if result.is_ok() {
@@ -1079,6 +1080,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 };
                 self.backups.table_changed(table_id, what, version);
             }
+            if op == SchemaOp::DropTable {
+                self.capture.forget(table_id);
+            }
+            self.follow_copy(op, table_id, replaced_before, ctx);
         }
         let (code, message) = match result {
             Ok(()) => (0, String::new()),
@@ -1096,6 +1101,42 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 message,
             },
         );
+    }
+
+    /// A copying ALTER's copy `table_id` that has just taken the name of
+    /// the table it replaces (the alter set `TableDef::replaces`; it was
+    /// `replaced_before`): captured from now on if that table is, with a
+    /// `REPLACE` entry first (docs/events.md, "A copying ALTER").
+    fn follow_copy(
+        &mut self,
+        op: SchemaOp,
+        table_id: u32,
+        replaced_before: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(table) = self.schema.tables.get(&table_id) else {
+            return;
+        };
+        let replaced = table.replaces;
+        if op != SchemaOp::AlterTable || replaced == 0 || replaced == replaced_before {
+            return;
+        }
+        if !self.capture.follow(replaced, table_id) {
+            return;
+        }
+        let mut def = Vec::new();
+        table.encode(&mut def);
+        let version = table.version;
+        tracing::info!(
+            node = %self.config.node,
+            "LDM instance {}: table `{}` (id {table_id}) replaces captured table {replaced}: \
+             captured from version {version}",
+            self.config.instance,
+            table.name
+        );
+        self.apply_capture();
+        self.capture
+            .replace_entry(replaced, table_id, version, &def, ctx);
     }
 
     fn apply_schema_change(

@@ -1009,10 +1009,22 @@ impl SubscriptionBlock {
         let key = (entry.kind, entry.table, entry.version);
         let reports = self.schema_reports.entry(key).or_insert(0);
         *reports += 1;
-        if *reports < self.config.ldms.len() {
+        let (reports, all) = (*reports, *reports >= self.config.ldms.len());
+        if all {
+            self.schema_reports.remove(&key);
+        }
+        if entry.kind == sub_change::REPLACE {
+            // Filed at the first instance's word: each instance sends it
+            // before any change of the copy, so this comes before every
+            // one of them, whichever instance it is from.
+            if reports == 1 {
+                self.file_replace(&entry, changes);
+            }
             return;
         }
-        self.schema_reports.remove(&key);
+        if !all {
+            return;
+        }
         tracing::info!(
             node = %self.config.node,
             "change stream: table {} {} (version {}) filed after epoch {}/{}",
@@ -1022,6 +1034,43 @@ impl SubscriptionBlock {
             signal::epoch::hi(self.max_data_epoch),
             signal::epoch::lo(self.max_data_epoch),
         );
+        self.file(changes);
+    }
+
+    /// Files a `REPLACE` entry (`entry`, encoded as `changes`): a copying
+    /// ALTER's copy took the name of a table some subscribers have, and
+    /// they have the copy from now on, from the epoch the entry is filed
+    /// in (where [`SubscriptionBlock::on_schema_entry`] files an alter's).
+    fn file_replace(&mut self, entry: &sub_change::Entry<'_>, changes: &[u8]) {
+        let Some(replaced) = sub_change::replaced_table(entry) else {
+            tracing::warn!(node = %self.config.node, "a REPLACE entry without the replaced table: dropped");
+            return;
+        };
+        let copy = entry.table;
+        let mut followers = 0;
+        for sub in self.subscribers.values_mut() {
+            if sub.tables.binary_search(&replaced).is_ok() {
+                if let Err(at) = sub.tables.binary_search(&copy) {
+                    sub.tables.insert(at, copy);
+                    followers += 1;
+                }
+            }
+        }
+        tracing::info!(
+            node = %self.config.node,
+            "change stream: table {copy} (version {}) replaces table {replaced} for {followers} \
+             subscriptions, filed after epoch {}/{}",
+            entry.version,
+            signal::epoch::hi(self.max_data_epoch),
+            signal::epoch::lo(self.max_data_epoch),
+        );
+        self.file(changes);
+    }
+
+    /// Files a schema entry at the end of what the highest epoch of any
+    /// change handed in holds so far, or first in the next epoch to
+    /// complete if that one is complete.
+    fn file(&mut self, changes: &[u8]) {
         if self.max_data_epoch <= self.buffer.complete()
             || !self.buffer.add(self.max_data_epoch, 1, changes)
         {

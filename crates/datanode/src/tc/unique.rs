@@ -1092,6 +1092,7 @@ impl KeyDecoder {
                 read_backup: false,
                 fully_replicated: false,
                 sql_meta: Vec::new(),
+                replaces: 0,
             })
         });
         KeyDecoder {

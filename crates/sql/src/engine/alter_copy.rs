@@ -156,8 +156,11 @@ fn set_lock(conn: &Conn<'_>, cluster: &str, lock: Option<CopyLock>) -> SqlResult
         .map_err(|e| catalog::native_error(&e))
 }
 
-/// Renames the table `from` to `to` (cluster names) online.
-fn rename_native(conn: &Conn<'_>, from: &str, to: &str) -> SqlResult<()> {
+/// Renames the table `from` to `to` (cluster names) online; `replaces`:
+/// the copy takes the old table's name, and names it (by id) as the table
+/// it replaces, which the change stream follows (docs/events.md, "A
+/// copying ALTER").
+fn rename_native(conn: &Conn<'_>, from: &str, to: &str, replaces: Option<u32>) -> SqlResult<()> {
     conn.native.forget_table(from);
     let native = conn
         .native
@@ -165,6 +168,9 @@ fn rename_native(conn: &Conn<'_>, from: &str, to: &str) -> SqlResult<()> {
         .map_err(|e| catalog::native_error(&e))?;
     let mut def = native.def().clone();
     def.name = to.to_owned();
+    if let Some(replaced) = replaces {
+        def.replaces = replaced;
+    }
     let (db, table) = catalog::split_cluster_name(to).unwrap_or(("", to));
     super::ddl::alter_native(conn, def, Some(&(db.to_owned(), table.to_owned())))
 }
@@ -207,6 +213,8 @@ pub(super) fn run(conn: &mut Conn<'_>, change: Change) -> SqlResult<u64> {
     def.name = temp.clone();
     def.id = 0;
     def.version = 0;
+    // Named when it takes the old table's name (step 4), not before.
+    def.replaces = 0;
     for index in &mut def.indexes {
         index.id = 0;
     }
@@ -281,14 +289,14 @@ pub(super) fn run(conn: &mut Conn<'_>, change: Change) -> SqlResult<u64> {
     }
 
     // 4. Swap.
-    if let Err(e) = rename_native(conn, &old_cluster, &parked) {
+    if let Err(e) = rename_native(conn, &old_cluster, &parked, None) {
         undo_new(conn);
         unlock(conn);
         return Err(e);
     }
-    if let Err(e) = rename_native(conn, &temp, &final_cluster) {
+    if let Err(e) = rename_native(conn, &temp, &final_cluster, Some(old.id())) {
         // Put the old table back where it was.
-        if rename_native(conn, &parked, &old_cluster).is_ok() {
+        if rename_native(conn, &parked, &old_cluster, None).is_ok() {
             unlock(conn);
         }
         undo_new(conn);
