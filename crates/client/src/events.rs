@@ -358,6 +358,10 @@ struct Restarting {
 /// the stream for ever.
 const RESTART_PARTIAL_WAIT_MS: u64 = 10_000;
 
+/// Unknown tables remembered as not found ([`Subscription`]'s
+/// `resolve_copy`): a table is looked for once, not at every change.
+const UNRESOLVED_MAX: usize = 64;
+
 /// A subscribed table and how its rows decode.
 struct Subscribed {
     table: Arc<Table>,
@@ -414,6 +418,9 @@ pub struct Subscription {
     older: HashMap<(u32, u32), Subscribed>,
     /// Where the schema events go.
     schema_order: SchemaOrder,
+    /// Tables whose changes came though they are not subscribed, and were
+    /// not found to replace one that is (at most [`UNRESOLVED_MAX`]).
+    unresolved: Vec<u32>,
     /// The data nodes subscribed at.
     nodes: Vec<NodeSub>,
     /// Every bucket (each data node of the placement).
@@ -553,6 +560,7 @@ impl Session {
                 seen: BTreeMap::new(),
                 replacing: Vec::new(),
             },
+            unresolved: Vec::new(),
             nodes,
             buckets,
             start: 0,
@@ -1464,9 +1472,10 @@ impl Subscription {
                 }
                 continue;
             }
-            let Some(current) = self.tables.get(&entry.table) else {
+            if !self.tables.contains_key(&entry.table) && !self.resolve_copy(entry.table) {
                 continue;
-            };
+            }
+            let current = &self.tables[&entry.table];
             if entry.version > current.table.def().version {
                 self.refresh(entry.table);
             }
@@ -1590,6 +1599,12 @@ impl Subscription {
         } else {
             Arc::new(Table::new(def))
         };
+        self.add_copy(copy, table, replaced);
+    }
+
+    /// Subscribes `table` (id `copy`), which replaces subscribed table
+    /// `replaced`.
+    fn add_copy(&mut self, copy: u32, table: Arc<Table>, replaced: u32) {
         tracing::info!(
             "subscription {}: `{}` (table {copy}) replaces table {replaced}",
             self.sub_id,
@@ -1598,6 +1613,46 @@ impl Subscription {
         let shown = self.shown_columns(table.def());
         self.tables.insert(copy, Subscribed::new(table, shown));
         self.schema_order.follow(copy);
+    }
+
+    /// A change of table `id`, which this subscription does not have. A
+    /// data node sends a table only to the subscriptions that have it
+    /// there, so it is a copy that replaced one of them whose `REPLACE`
+    /// entry has not come here (a node restarted after the copy's swap
+    /// captures it in place of the replaced table without one). Found in
+    /// the dictionary under the names the subscribed tables had; true if
+    /// it was. An id not found is not looked for again.
+    fn resolve_copy(&mut self, id: u32) -> bool {
+        if self.unresolved.contains(&id) {
+            return false;
+        }
+        let names: std::collections::BTreeSet<String> = self
+            .tables
+            .values()
+            .chain(self.older.values())
+            .map(|s| s.table.name().to_owned())
+            .collect();
+        if let Ok(session) = self.cluster.session() {
+            for name in names {
+                session.forget_table(&name);
+                let Ok(table) = session.table(&name) else {
+                    continue;
+                };
+                let replaced = table.def().replaces;
+                if table.id() == id && self.tables.contains_key(&replaced) {
+                    self.add_copy(id, table, replaced);
+                    return true;
+                }
+            }
+        }
+        tracing::warn!(
+            "subscription {}: changes of table {id}, which it does not have, left out",
+            self.sub_id
+        );
+        if self.unresolved.len() < UNRESOLVED_MAX {
+            self.unresolved.push(id);
+        }
+        false
     }
 
     /// The columns of `def` this subscription shows: those it named that

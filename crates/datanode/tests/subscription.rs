@@ -992,6 +992,255 @@ fn an_alter_is_in_every_bucket_between_the_old_and_the_new_changes() {
     }
 }
 
+/// The copy's keys: apart from the replaced table's, so that the history
+/// tells the two tables' changes apart.
+const COPY_KEYS_FROM: i64 = 1_000;
+
+/// Alters `def` (its id names the table) through `node`'s dictionary,
+/// running the simulation (the subscriber's signals to `feed`) until it
+/// answers; the new version.
+fn alter_through(
+    cluster: &mut Cluster,
+    node: signal::NodeId,
+    def: &TableDef,
+    seed: u64,
+    mut feed: impl FnMut(&mut Cluster, Vec<Signal>),
+) -> u32 {
+    let request_id = cluster.request_id();
+    let dict = BlockRef::new(node, BlockNumber::DICTIONARY, 0);
+    cluster.send(
+        dict,
+        SignalBody::DictAlterTableReq {
+            request_id,
+            table_id: def.id,
+            table: def.to_bytes(),
+        },
+    );
+    let until = cluster.sim.now() + Duration::from_secs(5);
+    loop {
+        assert!(cluster.sim.now() < until, "seed {seed}: the alter answered");
+        cluster.sim.run_for(Duration::from_millis(1));
+        let got = take_sub(cluster);
+        feed(cluster, got);
+        let mut got = cluster.got.lock().unwrap();
+        let answer = got.iter().position(|s| {
+            matches!(s.body, SignalBody::DictAlterTableConf { request_id: r, .. }
+                | SignalBody::DictAlterTableRef { request_id: r, .. } if r == request_id)
+        });
+        if let Some(at) = answer {
+            match got.remove(at).body {
+                SignalBody::DictAlterTableConf { version, .. } => return version,
+                other => panic!("seed {seed}: alter of {}: {other:?}", def.name),
+            }
+        }
+    }
+}
+
+/// One run: the subscribed table is replaced by a copy as a copying ALTER
+/// does it (a new table, the old one renamed away, the copy renamed to
+/// its name naming the old one in `TableDef::replaces`), after a seeded
+/// number of transactions, while the other node is down; the writes then
+/// go to the copy. With `restart`, the node comes back and is subscribed
+/// again to the old table only (an API that has not seen the `REPLACE`
+/// entry): it captures the copy in its place (the pair remembered from
+/// the definitions it loaded) and its block adds the copy to the
+/// subscription (`SubCaptureConf::followed`), so its own bucket, handed
+/// back, carries the copy's changes. The stream is the committed history
+/// of both tables, and the survivor's parts carry the `REPLACE` entry.
+fn stream_through_a_copy(seed: u64, restart: bool) {
+    let mut cluster = Cluster::start(seed, 2, Limits::default());
+    let table = cluster.create_table();
+    let layout = RowLayout::new(&table);
+    let nodes = cluster.data_nodes.clone();
+    let (victim, tc_node) = (nodes[1], nodes[0]);
+    let mut next = xorshift(seed);
+    // The copy, made before anything is subscribed (the helper takes
+    // every signal the API gets meanwhile), written by nothing before it
+    // takes the table's name.
+    let mut copy = table.clone();
+    copy.name = "#sql-new-copy".into();
+    copy.id = 0;
+    copy.version = 0;
+    for index in &mut copy.indexes {
+        index.id = 0;
+    }
+    let copy = cluster.create_table_group(copy).swap_remove(0);
+    let (start, early) = subscribe(&mut cluster, &nodes, table.id);
+    let mut asm = Assembler {
+        buckets: nodes.clone(),
+        ..Assembler::default()
+    };
+    let mut live = nodes.clone();
+    let feed =
+        |cluster: &mut Cluster, asm: &mut Assembler, live: &[signal::NodeId], got: Vec<Signal>| {
+            for s in &got {
+                if live.contains(&s.sender.node) {
+                    asm.take(&layout, s, start);
+                }
+            }
+            if let Some(&(epoch, _)) = asm.out.last() {
+                for &n in live {
+                    cluster.send(
+                        SubscriptionBlock::address(n),
+                        SignalBody::SubGcpCompleteAck { sub_id: 1, epoch },
+                    );
+                }
+            }
+        };
+    feed(&mut cluster, &mut asm, &live, early);
+    const TRANSACTIONS: i64 = 60;
+    let crash_after = 3 + (next() % 10) as i64;
+    let copy_after = crash_after + 2 + (next() % 10) as i64;
+    let restart_after = copy_after + 5;
+    let mut copy_id = None;
+    let mut rows: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut expected: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
+    let mut last_epoch = 0;
+    for t in 0..TRANSACTIONS {
+        if t == crash_after {
+            cluster.sim.run_for(Duration::from_micros(next() % 30_000));
+            cluster.sim.crash(victim);
+            let got = take_sub(&cluster);
+            feed(&mut cluster, &mut asm, &live, got);
+            live.retain(|&n| n != victim);
+            asm.node_down(victim);
+        }
+        if t == copy_after {
+            let mut copy = copy.clone();
+            let mut parked = cluster.table().clone();
+            parked.name = "#sql-old-accounts".into();
+            let mut fed = |cluster: &mut Cluster, got| feed(cluster, &mut asm, &live, got);
+            alter_through(&mut cluster, tc_node, &parked, seed, &mut fed);
+            copy.name = table.name.clone();
+            copy.replaces = table.id;
+            copy.version = alter_through(&mut cluster, tc_node, &copy, seed, &mut fed);
+            copy_id = Some(copy.id);
+            cluster.table = Some(copy);
+        }
+        if restart && t == restart_after {
+            cluster.sim.restart(victim);
+            let until = cluster.sim.now() + Duration::from_secs(30);
+            'subscribed: loop {
+                assert!(
+                    cluster.sim.now() < until,
+                    "seed {seed}: the restarted node serves the subscription again"
+                );
+                // The old table only: this API has not seen the copy.
+                send_sub_start(&mut cluster, victim, table.id, sub_flags::RESUBSCRIBE);
+                for _ in 0..100 {
+                    cluster.sim.run_for(Duration::from_millis(1));
+                    let got = take_sub(&cluster);
+                    let answer = got.iter().find_map(|s| match s.body {
+                        SignalBody::SubStartConf { .. } if s.sender.node == victim => Some(true),
+                        SignalBody::SubStartRef { .. } if s.sender.node == victim => Some(false),
+                        _ => None,
+                    });
+                    if answer == Some(true) {
+                        live.push(victim);
+                    }
+                    feed(&mut cluster, &mut asm, &live, got);
+                    match answer {
+                        Some(true) => break 'subscribed,
+                        Some(false) => break,
+                        None => {}
+                    }
+                }
+                cluster.sim.run_for(Duration::from_millis(50));
+            }
+        }
+        let keys = [(t * 5) % 16, (t * 7 + 3) % 16];
+        let keys: Vec<i64> = if t % 3 == 0 && keys[0] != keys[1] {
+            keys.to_vec()
+        } else {
+            keys[..1].to_vec()
+        };
+        let keys: Vec<i64> = match copy_id {
+            Some(_) => keys.iter().map(|k| k + COPY_KEYS_FROM).collect(),
+            None => keys,
+        };
+        for attempt in 0.. {
+            assert!(
+                attempt < RETRIES_MAX,
+                "seed {seed}: transaction {t} refused {attempt} times"
+            );
+            let (ops, changes) = transaction(&rows, &keys, t);
+            let tx = cluster.tx_id();
+            cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
+            let reply = cluster
+                .reply_within(tx, ANSWER_WAIT)
+                .unwrap_or_else(|| panic!("seed {seed}: transaction {t}: no reply"));
+            let got = take_sub(&cluster);
+            feed(&mut cluster, &mut asm, &live, got);
+            let Reply::Conf { epoch, .. } = reply else {
+                cluster.sim.run_for(Duration::from_millis(20));
+                continue;
+            };
+            last_epoch = last_epoch.max(epoch);
+            committed(&mut rows, &mut expected, epoch, changes);
+            break;
+        }
+    }
+    wait_whole(
+        &mut cluster,
+        &mut asm,
+        last_epoch,
+        seed,
+        |cluster, asm, got| feed(cluster, asm, &live, got),
+    );
+    let copy_id = copy_id.expect("copied");
+    let replaces = asm
+        .buckets_taken
+        .values()
+        .flatten()
+        .filter(|(k, (kind, ..))| *k == SCHEMA_KEY && *kind == sub_change::REPLACE)
+        .count();
+    assert!(replaces > 0, "seed {seed}: the copy's REPLACE entry came");
+    if restart {
+        let copy_changes_from_victim = asm
+            .buckets_taken
+            .iter()
+            .filter(|((b, _), _)| *b == victim)
+            .flat_map(|(_, changes)| changes)
+            .filter(|(k, _)| *k >= COPY_KEYS_FROM)
+            .count();
+        assert!(
+            copy_changes_from_victim > 0,
+            "seed {seed}: the restarted node's bucket carried the copy (table {copy_id})"
+        );
+    }
+    let mut got: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
+    for (e, changes) in &asm.out {
+        for (k, change) in changes {
+            if *k != SCHEMA_KEY {
+                got.entry(*e)
+                    .or_default()
+                    .entry(*k)
+                    .or_default()
+                    .push(*change);
+            }
+        }
+    }
+    got.retain(|&e, rows| e <= last_epoch && !rows.is_empty());
+    assert_eq!(
+        got, expected,
+        "seed {seed}: the stream is the committed history of the table and its copy"
+    );
+}
+
+#[test]
+fn a_copy_that_replaces_the_table_is_followed() {
+    for seed in [4, 17, 33] {
+        stream_through_a_copy(seed, false);
+    }
+}
+
+#[test]
+fn a_node_restarted_after_the_copy_follows_it_unasked() {
+    for seed in [5, 18, 27, 61] {
+        stream_through_a_copy(seed, true);
+    }
+}
+
 /// What one run of [`stream_through_a_crash`] did, for the test to check
 /// that its seeds reach the cases.
 #[derive(Default)]
@@ -1353,7 +1602,8 @@ fn a_broken_api_connection_loses_nothing_once_subscribed_again() {
 /// fault kind (from `SUBSCRIPTION_SEED_FROM`, default 0).
 const SEEDS_VAR: &str = "SUBSCRIPTION_SEEDS";
 
-/// Many seeds of every fault kind: `SUBSCRIPTION_SEEDS=1000 cargo test
+/// Many seeds of every fault kind, and of the copying ALTER's runs:
+/// `SUBSCRIPTION_SEEDS=1000 cargo test
 /// -p datanode --test subscription -- --ignored many_seeds`. Every
 /// failing seed is listed (each reproduces alone: a run depends on its
 /// seed only).
@@ -1377,9 +1627,22 @@ fn many_seeds() {
             }
         }
     }
+    // (restart, seed) of the copying ALTER runs.
+    let mut failed_copies = Vec::new();
+    for restart in [false, true] {
+        for seed in from..from + count {
+            if std::panic::catch_unwind(|| stream_through_a_copy(seed, restart)).is_err() {
+                failed_copies.push((restart, seed));
+            }
+        }
+    }
     eprintln!(
-        "many_seeds: {count} seeds from {from} of each of {} fault kinds; failed: {failed:?}",
+        "many_seeds: {count} seeds from {from} of each of {} fault kinds and of both copy runs; \
+         failed: {failed:?}, copies (restart, seed): {failed_copies:?}",
         Fault::ALL.len()
     );
-    assert!(failed.is_empty(), "failing seeds: {failed:?}");
+    assert!(
+        failed.is_empty() && failed_copies.is_empty(),
+        "failing seeds: {failed:?}, copies: {failed_copies:?}"
+    );
 }

@@ -991,8 +991,12 @@ signals! {
     180 => SubCaptureReq { tables: Vec<u32> },
     /// LDM → subscription block: capturing as asked; `max_epoch` is the
     /// highest epoch of a commit this instance ran before (an epoch above
-    /// it is captured whole here).
-    181 => SubCaptureConf { max_epoch: u64 },
+    /// it is captured whole here). `followed`: (replaced table, copy)
+    /// pairs, flattened, of copies captured besides the tables asked for
+    /// because they replace one of them (a copying ALTER, wire version
+    /// 19): the block adds each copy to the subscriptions of its replaced
+    /// table.
+    181 => SubCaptureConf { max_epoch: u64, followed: Vec<u32> },
     /// LDM → its node's subscription block: `count` row changes committed
     /// in `epoch` (`sub_change` entries back to back); or, with `epoch`
     /// `sub_change::SCHEMA_EPOCH`, one schema entry: a captured table's

@@ -647,6 +647,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::SubCaptureReq { tables: vec![7] },
         SignalBody::SubCaptureConf {
             max_epoch: 12 << 32,
+            followed: vec![7, 9],
         },
         SignalBody::SubTableData {
             epoch: (12 << 32) | 2,

@@ -82,18 +82,24 @@ impl Capture {
 
     /// Captures `tables` (what the subscription block asks for, sorted)
     /// and the copies that replaced any of them here: the block may ask
-    /// before it has filed a copy's `REPLACE` entry and knows the copy.
-    pub fn set_tables(&mut self, mut tables: Vec<u32>) {
-        let copies: Vec<u32> = self
+    /// before it has filed a copy's `REPLACE` entry and knows the copy, or
+    /// (a restarted node) never saw the entry. Returns the (replaced,
+    /// copy) pairs so added, for the block to add the copies to the
+    /// subscriptions of the replaced tables.
+    pub fn set_tables(&mut self, mut tables: Vec<u32>) -> Vec<(u32, u32)> {
+        let added: Vec<(u32, u32)> = self
             .followed
             .iter()
-            .filter(|(old, _)| tables.binary_search(old).is_ok())
-            .map(|&(_, new)| new)
+            .filter(|(old, new)| {
+                tables.binary_search(old).is_ok() && tables.binary_search(new).is_err()
+            })
+            .copied()
             .collect();
-        tables.extend(copies);
+        tables.extend(added.iter().map(|&(_, new)| new));
         tables.sort_unstable();
         tables.dedup();
         self.tables = tables;
+        added
     }
 
     /// A copying ALTER's copy `new` took the name of `old` and replaces it
@@ -103,6 +109,7 @@ impl Capture {
     /// written only by the ALTER until now (every SQL node waits for the
     /// copy to end before it writes the table), so nothing of it is lost.
     pub fn follow(&mut self, old: u32, new: u32) -> bool {
+        self.remember(old, new);
         if self.tables.binary_search(&old).is_err() {
             return false;
         }
@@ -110,11 +117,20 @@ impl Capture {
             return false;
         };
         self.tables.insert(at, new);
+        true
+    }
+
+    /// Remembers that `new` replaces `old` (an alter applied here, or a
+    /// definition loaded at a start): [`Capture::set_tables`] captures it
+    /// whenever `old` is asked for.
+    pub fn remember(&mut self, old: u32, new: u32) {
+        if self.followed.contains(&(old, new)) {
+            return;
+        }
         if self.followed.len() >= FOLLOWED_MAX {
             self.followed.remove(0);
         }
         self.followed.push((old, new));
-        true
     }
 
     /// Table `table` was dropped: it is no longer a copy to follow.

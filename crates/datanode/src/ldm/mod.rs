@@ -509,10 +509,21 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tables.dedup();
         // What was captured before goes first, as it did unbatched.
         self.capture.flush(ctx);
-        self.capture.set_tables(tables);
+        let followed = self
+            .capture
+            .set_tables(tables)
+            .into_iter()
+            .flat_map(|(old, new)| [old, new])
+            .collect();
         self.apply_capture();
         let max_epoch = self.capture.max_epoch;
-        ctx.send(sender, SignalBody::SubCaptureConf { max_epoch });
+        ctx.send(
+            sender,
+            SignalBody::SubCaptureConf {
+                max_epoch,
+                followed,
+            },
+        );
     }
 
     /// Passes a view or node state on to the node's subscription block
@@ -881,6 +892,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     },
                 );
                 return;
+            }
+        }
+        // The copies that replaced tables (copying ALTERs applied before
+        // this node started, or while it was away) are followed as if
+        // their alter had been applied here (docs/events.md).
+        for table in schema.tables.values() {
+            if table.replaces != 0 {
+                self.capture.remember(table.replaces, table.id);
             }
         }
         let wanted = self.fragments_of(&schema);

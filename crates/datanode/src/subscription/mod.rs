@@ -603,6 +603,28 @@ impl SubscriptionBlock {
         }
     }
 
+    /// An LDM instance captures copies besides the tables asked for
+    /// (`followed`: (replaced table, copy) pairs, flattened): each copy
+    /// joins the subscriptions of its replaced table. This is how a
+    /// restarted node, which never saw the copy's `REPLACE` entry, learns
+    /// it (docs/events.md, "A copying ALTER").
+    fn add_copies(&mut self, followed: &[u32]) {
+        for pair in followed.chunks_exact(2) {
+            let (replaced, copy) = (pair[0], pair[1]);
+            let mut followers = 0;
+            for sub in self.subscribers.values_mut() {
+                followers += usize::from(follow_copy(&mut sub.tables, replaced, copy));
+            }
+            if followers > 0 {
+                tracing::info!(
+                    node = %self.config.node,
+                    "change stream: table {copy} replaces table {replaced} for {followers} \
+                     subscriptions (captured in its place)"
+                );
+            }
+        }
+    }
+
     fn on_capture_conf(&mut self, max_epoch: u64, ctx: &mut Context<'_>) {
         let Some(round) = self.round.as_mut() else {
             tracing::warn!(node = %self.config.node, "SubCaptureConf without a capture round");
@@ -1049,12 +1071,7 @@ impl SubscriptionBlock {
         let copy = entry.table;
         let mut followers = 0;
         for sub in self.subscribers.values_mut() {
-            if sub.tables.binary_search(&replaced).is_ok() {
-                if let Err(at) = sub.tables.binary_search(&copy) {
-                    sub.tables.insert(at, copy);
-                    followers += 1;
-                }
-            }
+            followers += usize::from(follow_copy(&mut sub.tables, replaced, copy));
         }
         tracing::info!(
             node = %self.config.node,
@@ -1281,7 +1298,13 @@ impl Block for SubscriptionBlock {
             } => self.on_start_req(sender, sub_id, flags, tables, ctx),
             SignalBody::SubStopReq { sub_id } => self.on_stop_req(sender, sub_id, ctx),
             SignalBody::SubGcpCompleteAck { sub_id, epoch } => self.on_ack(sender, sub_id, epoch),
-            SignalBody::SubCaptureConf { max_epoch } => self.on_capture_conf(max_epoch, ctx),
+            SignalBody::SubCaptureConf {
+                max_epoch,
+                followed,
+            } => {
+                self.add_copies(&followed);
+                self.on_capture_conf(max_epoch, ctx);
+            }
             SignalBody::SubTableData {
                 epoch,
                 count,
@@ -1344,6 +1367,21 @@ impl Block for SubscriptionBlock {
                     other.name()
                 );
             }
+        }
+    }
+}
+
+/// Adds `copy` to `tables` (sorted) if it has `replaced` and not `copy`;
+/// whether it did.
+fn follow_copy(tables: &mut Vec<u32>, replaced: u32, copy: u32) -> bool {
+    if tables.binary_search(&replaced).is_err() {
+        return false;
+    }
+    match tables.binary_search(&copy) {
+        Ok(_) => false,
+        Err(at) => {
+            tables.insert(at, copy);
+            true
         }
     }
 }
