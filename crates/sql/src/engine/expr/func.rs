@@ -474,6 +474,10 @@ fn zone_secs(zone: &str) -> Option<i64> {
 /// Longest one wait of `SLEEP` between checks for `KILL QUERY` and the
 /// statement's deadline, in milliseconds.
 pub const SLEEP_SLICE_MS: u64 = 10;
+/// The display length less decimals from which MariaDB's FLOOR and CEIL
+/// of a DECIMAL are a DECIMAL rather than a BIGINT (its
+/// `DECIMAL_LONGLONG_DIGITS` less 2).
+pub const INT_VAL_DECIMAL_LENGTH_MIN: u32 = 20;
 
 /// Seconds `SLEEP` may be asked to wait (a year; more is taken as this).
 pub const SLEEP_SECONDS_MAX: f64 = 365.0 * 86_400.0;
@@ -702,6 +706,17 @@ impl Func {
             },
             F::Ceil | F::Floor => match arg(0) {
                 Kind::Int { unsigned } => Kind::Int { unsigned },
+                // MariaDB's: a DECIMAL whose display length less its
+                // decimals reaches 20 (a whole part past 17 digits) gives
+                // a DECIMAL, a shorter one a BIGINT. Where the length is
+                // not known here (a computed DECIMAL), a BIGINT.
+                Kind::Dec { .. }
+                    if scope
+                        .decimal_whole_length(&args[0])
+                        .is_some_and(|l| l >= INT_VAL_DECIMAL_LENGTH_MIN) =>
+                {
+                    Kind::Dec { scale: 0 }
+                }
                 Kind::Dec { .. } => Kind::Int { unsigned: false },
                 _ => Kind::Double,
             },
@@ -1779,15 +1794,13 @@ impl Func {
                     } else {
                         q
                     };
-                    // MariaDB makes it a DECIMAL from the argument's
-                    // digits; a type here carries none (see `round`).
-                    Val::Int(i64::try_from(q).map_err(|_| {
-                        let name = if self == F::Ceil { "ceiling" } else { "floor" };
-                        SqlError::new(
-                            crate::error::codes::DATA_OUT_OF_RANGE,
-                            format!("BIGINT value is out of range in '{name}({})'", d.to_text()),
-                        )
-                    })?)
+                    // A BIGINT where it fits; past it a DECIMAL, which
+                    // the result's kind is for an argument that long
+                    // (MariaDB's rule, in `Func::kind`).
+                    match i64::try_from(q) {
+                        Ok(q) => Val::Int(q),
+                        Err(_) => Val::Dec(Dec::new(q, 0)),
+                    }
                 }
                 other => {
                     let f = ctx.num_f64(other);

@@ -2328,6 +2328,65 @@ impl<'a> Scope<'a> {
         eval::kind(e, self)
     }
 
+    /// A DECIMAL's display length less its decimals, as MariaDB counts
+    /// it (digits, a sign, a point when it has decimals, less the
+    /// decimals): of a literal or a column (from its metadata), and of a
+    /// negation of one; None where it is not known here.
+    pub fn decimal_whole_length(&self, e: &Expr) -> Option<u32> {
+        let (whole, scale) = self.decimal_digits(e)?;
+        Some(whole + u32::from(scale > 0) + 1)
+    }
+
+    /// A DECIMAL's digits before and after the point as MariaDB types
+    /// it: of a literal, a column, a negation, `+ - *` (a sum's whole
+    /// part one digit more than its widest operand's, a product's both
+    /// operands' digits), a CAST, SUM (22 more whole digits), AVG, MIN and
+    /// MAX; an integer literal's or column's digits; None where it is not
+    /// known here.
+    fn decimal_digits(&self, e: &Expr) -> Option<(u32, u32)> {
+        match e {
+            Expr::Lit(Val::Dec(d)) => Some((d.int_digits(), u32::from(d.scale))),
+            Expr::Lit(Val::Int(v)) => {
+                Some((v.unsigned_abs().checked_ilog10().map_or(1, |l| l + 1), 0))
+            }
+            Expr::Lit(Val::UInt(v)) => Some((v.checked_ilog10().map_or(1, |l| l + 1), 0)),
+            Expr::Col(c) => {
+                let c = self.columns.get(*c)?;
+                let (length, decimals) = (c.meta.length, u32::from(c.meta.decimals));
+                match c.kind {
+                    // Digits, a sign and a point when it has decimals.
+                    Kind::Dec { .. } => Some((
+                        length.saturating_sub(decimals + u32::from(decimals > 0) + 1),
+                        decimals,
+                    )),
+                    Kind::Int { .. } => Some((length, 0)),
+                    _ => None,
+                }
+            }
+            Expr::Neg(a) => self.decimal_digits(a),
+            Expr::Arith(op @ (Arith::Add | Arith::Sub | Arith::Mul), a, b) => {
+                let ((wa, sa), (wb, sb)) = (self.decimal_digits(a)?, self.decimal_digits(b)?);
+                Some(match op {
+                    Arith::Mul => (wa + wb, sa + sb),
+                    _ => (wa.max(wb) + 1, sa.max(sb)),
+                })
+            }
+            Expr::Cast(_, CastTo::Decimal(p, s)) => {
+                Some((u32::from(*p).saturating_sub(u32::from(*s)), u32::from(*s)))
+            }
+            Expr::Agg(_) => {
+                let spec = self.agg_of(e)?;
+                let (whole, scale) = self.decimal_digits(spec.arg.as_ref()?)?;
+                match spec.func {
+                    AggFn::Sum => Some((whole + SUM_WHOLE_DIGITS_MORE, scale)),
+                    AggFn::Avg | AggFn::Min | AggFn::Max => Some((whole, scale)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// Whether an expression can be NULL.
     pub fn nullable(&self, e: &Expr) -> bool {
         match e {
@@ -2567,12 +2626,43 @@ fn date_add_text(e: &Expr) -> Option<u8> {
     Some(if micro { 6 } else { of_arg })
 }
 
+/// Whole digits MariaDB's SUM of a DECIMAL adds to its argument's
+/// (`DECIMAL_LONGLONG_DIGITS`).
+const SUM_WHOLE_DIGITS_MORE: u32 = 22;
+
+/// MariaDB's longest display of an INT (`MY_INT32_NUM_DECIMAL_DIGITS`):
+/// an integer result shorter than this is an INT, else a BIGINT.
+const INT_DISPLAY_DIGITS_MAX: u32 = 11;
+
 fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
     let length_of_lit = |e: &Expr| match e {
         Expr::Lit(v) => Some(v.to_text().chars().count() as u32),
         _ => None,
     };
+    // FLOOR/CEIL of a DECIMAL whose length is known: MariaDB's length,
+    // the argument's less its decimals, and an INT below 11 digits.
+    let int_val_length = match e {
+        Expr::Func(Func::Ceil | Func::Floor, args)
+            if args
+                .first()
+                .is_some_and(|a| matches!(scope.kind(a), Kind::Dec { .. })) =>
+        {
+            scope.decimal_whole_length(&args[0])
+        }
+        _ => None,
+    };
     match kind {
+        Kind::Int { unsigned } if int_val_length.is_some() => {
+            let length = int_val_length.unwrap_or(21);
+            let ty = if length < INT_DISPLAY_DIGITS_MAX {
+                ColumnType::Long
+            } else {
+                ColumnType::LongLong
+            };
+            let mut m = ColumnMeta::expr("", ty, charset::BINARY, length);
+            m.flags = flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
+            m
+        }
         Kind::Null => {
             let mut m = ColumnMeta::expr("", ColumnType::Null, charset::BINARY, 0);
             m.flags = flags::BINARY;
@@ -2590,7 +2680,7 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                 Expr::Lit(Val::Dec(d)) => {
                     d.int_digits() + u32::from(d.scale) + u32::from(d.scale > 0) + 1
                 }
-                _ => 65 + u32::from(scale > 0) + 1,
+                _ => int_val_length.unwrap_or(65 + u32::from(scale > 0) + 1),
             };
             let mut m = ColumnMeta::expr("", ColumnType::NewDecimal, charset::BINARY, length);
             m.flags = flags::BINARY | flags::NUM;

@@ -108,6 +108,11 @@ const MARIADB: &[(&str, &str)] = &[
     ("ABS(-3)", "3"),
     ("CEIL(1.2)", "2"),
     ("FLOOR(-1.2)", "-2"),
+    // A DECIMAL past BIGINT: a DECIMAL, no error.
+    ("FLOOR(12345678901234567890.5)", "12345678901234567890"),
+    ("CEIL(-12345678901234567890.5)", "-12345678901234567890"),
+    ("CEILING(9223372036854775807.5)", "9223372036854775808"),
+    ("FLOOR(-9223372036854775808.5)", "-9223372036854775809"),
     ("ROUND(2.5)", "3"),
     ("ROUND(-2.5)", "-3"),
     ("ROUND(1.2345, 2)", "1.23"),
@@ -248,6 +253,17 @@ fn result_metadata_as_mysql() {
     let (_, m) = lower_select("1.5").expect("lowers");
     assert_eq!((m.ty, m.length, m.decimals), (ColumnType::NewDecimal, 4, 1));
     assert_eq!(m.flags, flags::NOT_NULL | flags::BINARY | flags::NUM);
+    // FLOOR/CEIL of a DECIMAL: an INT, a BIGINT or (its whole part past
+    // 17 digits) a DECIMAL, of the argument's length less its decimals.
+    for (sql, ty, length) in [
+        ("FLOOR(1.5)", ColumnType::Long, 3),
+        ("CEIL(12345678901234567.5)", ColumnType::LongLong, 19),
+        ("FLOOR(123456789012345678.5)", ColumnType::NewDecimal, 20),
+        ("CEIL(-12345678901234567890.5)", ColumnType::NewDecimal, 22),
+    ] {
+        let (_, m) = lower_select(sql).expect("lowers");
+        assert_eq!((m.ty, m.length, m.decimals), (ty, length, 0), "{sql}");
+    }
     let (_, m) = lower_select("'a'").expect("lowers");
     assert_eq!((m.ty, m.charset, m.length), (ColumnType::VarString, 45, 4));
     assert_eq!(m.flags, flags::NOT_NULL);
