@@ -1896,7 +1896,9 @@ fn lower_targets(
     let columns = table_scope(table, &table.name);
     with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "WHERE";
-        let cond = selection.map(|w| scope.lower(w)).transpose()?;
+        let cond = selection
+            .map(|w| scope.lower(w).map(|c| fold_same_column(scope, c)))
+            .transpose()?;
         scope.clause = "ORDER BY";
         let order = order_by
             .iter()
@@ -1937,6 +1939,55 @@ fn lower_targets(
             limit,
         })
     })
+}
+
+/// A WHERE with a column compared with itself folded as MariaDB's
+/// optimizer folds it before any row is read (`remove_eq_conds`): `c <=> c`
+/// is true, and for a NOT NULL column `c = c`, `c <= c`, `c >= c` true and
+/// `c < c`, `c > c`, `c <> c` false; then an OR with a true side is true
+/// and an AND with a false side false, so their other side is never
+/// evaluated (its warnings, which fail a strict UPDATE or DELETE, never
+/// come: `WHERE s IN ('a', 3) OR id >= id` updates every row).
+fn fold_same_column(scope: &crate::engine::expr::Scope<'_>, e: Expr) -> Expr {
+    use crate::engine::expr::{CmpOp, Val};
+    let truth = |t: bool| Expr::Lit(Val::Int(i64::from(t)));
+    let is = |e: &Expr, t: bool| matches!(e, Expr::Lit(Val::Int(v)) if *v == i64::from(t));
+    match e {
+        Expr::Cmp(op, a, b, c) => match (&*a, &*b) {
+            (Expr::Col(x), Expr::Col(y)) if x == y => match op {
+                CmpOp::NullSafeEq => truth(true),
+                _ if scope.nullable(&a) => Expr::Cmp(op, a, b, c),
+                CmpOp::Eq | CmpOp::Le | CmpOp::Ge => truth(true),
+                CmpOp::Lt | CmpOp::Gt | CmpOp::Ne => truth(false),
+            },
+            _ => Expr::Cmp(op, a, b, c),
+        },
+        Expr::Or(a, b) => {
+            let (a, b) = (fold_same_column(scope, *a), fold_same_column(scope, *b));
+            if is(&a, true) || is(&b, true) {
+                truth(true)
+            } else if is(&a, false) {
+                b
+            } else if is(&b, false) {
+                a
+            } else {
+                Expr::Or(Box::new(a), Box::new(b))
+            }
+        }
+        Expr::And(a, b) => {
+            let (a, b) = (fold_same_column(scope, *a), fold_same_column(scope, *b));
+            if is(&a, false) || is(&b, false) {
+                truth(false)
+            } else if is(&a, true) {
+                b
+            } else if is(&b, true) {
+                a
+            } else {
+                Expr::And(Box::new(a), Box::new(b))
+            }
+        }
+        other => other,
+    }
 }
 
 /// Whether a table has a unique index besides its primary key.
@@ -2236,6 +2287,12 @@ fn update(
         placeholders,
     )?;
     let per_row = targets.has_sub() || assignments.iter().any(|(_, e)| e.has_sub());
+    // MariaDB's "Impossible WHERE" (a WHERE folded to false): it answers
+    // before the update runs, with no info line.
+    let impossible = matches!(
+        targets.cond,
+        Some(Expr::Lit(crate::engine::expr::Val::Int(0)))
+    );
     let checks = lower_checks(conn, &table)?;
     let info = Arc::clone(&conn.info);
     // UPDATE IGNORE (mended into the parser's `UPDATE OR IGNORE`): a value
@@ -2372,12 +2429,17 @@ fn update(
     let mut ctx = Ctx::new(params, &environment);
     ctx.warnings = warnings;
     keep_warnings(conn, &mut ctx);
-    Ok(Answered::Ok(OkInfo {
-        affected_rows: changed,
-        info: format!(
+    let info = if impossible {
+        String::new()
+    } else {
+        format!(
             "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
             conn.session.warning_count()
-        ),
+        )
+    };
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: changed,
+        info,
         ..OkInfo::default()
     }))
 }
