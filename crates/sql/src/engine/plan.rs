@@ -387,6 +387,11 @@ pub fn access_with(
     let mut facts = vec![Facts::default(); table.columns.len()];
     let mut rows = Vec::new();
     let mut filters = Vec::new();
+    // In a strict write, a conjunct after one that may warn is not pushed:
+    // MariaDB evaluates a row's conjuncts in order, so the warning (an
+    // error there) comes for every row the key reads, even one a later
+    // conjunct rejects. The SQL node evaluates the whole WHERE anyway.
+    let mut after_warning = false;
     for c in cond.conjuncts() {
         if let Some(v) = c.is_constant().then(|| c.eval(&[], ctx)).transpose()? {
             if v.truth() != Some(true) {
@@ -398,8 +403,14 @@ pub fn access_with(
         if let Some(r) = learn_rows(table, c, ctx)? {
             rows.push(r);
         }
-        if let Some(f) = filter(table, c, ctx)? {
-            filters.push(f);
+        let pushed = if after_warning {
+            None
+        } else {
+            filter(table, c, ctx)?
+        };
+        match pushed {
+            Some(f) => filters.push(f),
+            None => after_warning |= ctx.strict && !quiet_conjunct(table, c),
         }
     }
     let filter = match filters.len() {
@@ -823,6 +834,31 @@ fn column_vs(
 /// the key's field without warnings; the rows the key finds are compared
 /// again in the SQL node, and warn then (a pushed filter never takes it:
 /// [`column_vs`]).
+/// Whether a conjunct cannot warn: it compares a column with a column or
+/// a literal of its class (numbers with numbers, strings with strings), or
+/// tests NULL.
+fn quiet_conjunct(table: &TableInfo, c: &Expr) -> bool {
+    let class = |e: &Expr| match e {
+        Expr::Col(i) => table
+            .columns
+            .get(*i)
+            .map(|c| super::exec::convert::column_kind(&c.ty))
+            .and_then(|k| match k {
+                k if k.is_numeric() => Some(true),
+                super::expr::Kind::Str { .. } => Some(false),
+                _ => None,
+            }),
+        Expr::Lit(Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_)) => Some(true),
+        Expr::Lit(Val::Str(_)) => Some(false),
+        _ => None,
+    };
+    match c {
+        Expr::Cmp(_, a, b, _) => class(a).is_some() && class(a) == class(b),
+        Expr::IsNull(x, _) => matches!(**x, Expr::Col(_)),
+        _ => false,
+    }
+}
+
 fn silent(e: &Expr) -> &Expr {
     match e {
         Expr::Func(super::expr::Func::WarnOnce, args) => silent(&args[0]),

@@ -810,9 +810,11 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
     }
     if error.code == codes::DATA_TOO_LONG {
         // Only spaces past the length: cut, with note 1265 whatever the
-        // sql_mode (MariaDB's; a PAD SPACE string compares the same).
-        if let SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } = &target.column.ty
-        {
+        // sql_mode into a VARCHAR, silently into a CHAR (which strips
+        // trailing spaces anyway), as MariaDB's (a PAD SPACE string
+        // compares the same).
+        let ty = &target.column.ty;
+        if let SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } = ty {
             let text = v.to_text();
             let kept = text
                 .char_indices()
@@ -820,7 +822,9 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                 .map_or(text.len(), |(at, _)| at);
             if text[kept..].bytes().all(|b| b == b' ') {
                 let value = to_native(&Val::str(&text[..kept]), target, false)?;
-                ctx.note(codes::WARN_DATA_TRUNCATED, target.truncated());
+                if matches!(ty, SqlType::VarChar { .. }) {
+                    ctx.note(codes::WARN_DATA_TRUNCATED, target.truncated());
+                }
                 return Ok(value);
             }
         }
