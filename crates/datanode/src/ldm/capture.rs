@@ -42,9 +42,13 @@ pub const CAPTURE_FLUSH_DELAY: Duration = Duration::from_millis(1);
 /// Bytes of captured changes that go at once, without waiting for the
 /// timer: bounds one `SubTableData` (and the memory it holds).
 pub const CAPTURE_BATCH_BYTES_MAX: usize = 256 * 1024;
-/// Copying ALTERs of captured tables remembered ([`Capture::follow`]):
-/// each is needed only until the subscription block has filed its
-/// `REPLACE` entry and asks for the copy itself, so the oldest go first.
+/// (replaced table, copy) pairs an LDM instance remembers: of the copying
+/// ALTERs it applied ([`Capture::follow`]) and of the definitions it
+/// loaded at its start. Past it the oldest are forgotten: a copy whose
+/// pair is gone is captured once the subscription block asks for it by
+/// name, which it does after the `REPLACE` entry, so only a node restarted
+/// after more than this many copies, subscribed again by an API that has
+/// not seen the entry, would miss it.
 pub const FOLLOWED_MAX: usize = 1_024;
 
 /// What an LDM instance captures, and for whom.
