@@ -422,6 +422,153 @@ impl Assembler {
     fn last(&self) -> u64 {
         self.out.last().map_or(0, |&(e, _)| e)
     }
+
+    /// The row changes handed out, per epoch and row (schema entries left
+    /// out): what the committed history is compared with.
+    fn history(&self) -> BTreeMap<u64, BTreeMap<i64, Vec<Change>>> {
+        let mut got: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
+        for (e, changes) in &self.out {
+            for (k, change) in changes.iter().filter(|(k, _)| *k != SCHEMA_KEY) {
+                got.entry(*e)
+                    .or_default()
+                    .entry(*k)
+                    .or_default()
+                    .push(*change);
+            }
+        }
+        got
+    }
+
+    /// [`Assembler::history`] of the epochs up to `last`, those with a
+    /// change only.
+    fn history_through(&self, last: u64) -> BTreeMap<u64, BTreeMap<i64, Vec<Change>>> {
+        let mut got = self.history();
+        got.retain(|&e, rows| e <= last && !rows.is_empty());
+        got
+    }
+}
+
+/// Takes the signals of the `live` nodes into `asm` and acknowledges its
+/// last epoch to each of them, as the client does.
+fn take_and_ack(
+    cluster: &mut Cluster,
+    asm: &mut Assembler,
+    layout: &RowLayout,
+    start: u64,
+    live: &[signal::NodeId],
+    got: Vec<Signal>,
+) {
+    for s in &got {
+        if live.contains(&s.sender.node) {
+            asm.take(layout, s, start);
+        }
+    }
+    if let Some(&(epoch, _)) = asm.out.last() {
+        for &n in live {
+            cluster.send(
+                SubscriptionBlock::address(n),
+                SignalBody::SubGcpCompleteAck { sub_id: 1, epoch },
+            );
+        }
+    }
+}
+
+/// Runs transaction `t` of the history over `keys` (`offset` added to
+/// the values it writes) through `tc_node`'s TC until it commits, handing
+/// the `Sub*` signals to `feed` meanwhile; a refusal (a failure or an
+/// alter being handled) is tried again, at most [`RETRIES_MAX`] times.
+/// Its changes go to `rows` and `expected` ([`committed`]); its epoch.
+#[allow(clippy::too_many_arguments)]
+fn commit_retrying(
+    cluster: &mut Cluster,
+    tc_node: signal::NodeId,
+    rows: &mut BTreeMap<i64, i64>,
+    expected: &mut BTreeMap<u64, BTreeMap<i64, Vec<Change>>>,
+    keys: &[i64],
+    t: i64,
+    offset: i64,
+    seed: u64,
+    mut feed: impl FnMut(&mut Cluster, Vec<Signal>),
+) -> u64 {
+    for attempt in 0.. {
+        assert!(
+            attempt < RETRIES_MAX,
+            "seed {seed}: transaction {t} refused {attempt} times"
+        );
+        let (ops, changes) = transaction(rows, keys, t);
+        let ops: Vec<Op> = ops
+            .into_iter()
+            .map(|mut op| {
+                op.v = op.v.map(|v| v + offset);
+                op
+            })
+            .collect();
+        let changes: Vec<(i64, Change)> = changes
+            .into_iter()
+            .map(|(k, (kind, before, after))| (k, (kind, before, after.map(|v| v + offset))))
+            .collect();
+        let tx = cluster.tx_id();
+        cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
+        let reply = cluster
+            .reply_within(tx, ANSWER_WAIT)
+            .unwrap_or_else(|| panic!("seed {seed}: transaction {t}: no reply"));
+        let got = take_sub(cluster);
+        feed(cluster, got);
+        let Reply::Conf { epoch, .. } = reply else {
+            eprintln!("seed {seed}: transaction {t}: {reply:?}");
+            cluster.sim.run_for(Duration::from_millis(20));
+            continue;
+        };
+        committed(rows, expected, epoch, changes);
+        return epoch;
+    }
+    unreachable!("the loop returns or fails")
+}
+
+/// Restarts `victim` and subscribes it again to `table`
+/// (`sub_flags::RESUBSCRIBE`) until it answers yes, handing every `Sub*`
+/// signal to `feed` meanwhile; from its answer on it is `live` (what it
+/// sends then is taken, as the client takes it: its own bucket handed
+/// back may follow the answer closely, with a resend).
+fn restart_and_resubscribe<F>(
+    cluster: &mut Cluster,
+    victim: signal::NodeId,
+    table: u32,
+    seed: u64,
+    live: &mut Vec<signal::NodeId>,
+    asm: &mut Assembler,
+    feed: &mut F,
+) where
+    F: FnMut(&mut Cluster, &mut Assembler, &[signal::NodeId], Vec<Signal>),
+{
+    cluster.sim.restart(victim);
+    let until = cluster.sim.now() + Duration::from_secs(30);
+    loop {
+        assert!(
+            cluster.sim.now() < until,
+            "seed {seed}: the restarted node serves the subscription again"
+        );
+        send_sub_start(cluster, victim, table, sub_flags::RESUBSCRIBE);
+        for _ in 0..100 {
+            cluster.sim.run_for(Duration::from_millis(1));
+            let got = take_sub(cluster);
+            let answer = got.iter().find_map(|s| match s.body {
+                SignalBody::SubStartConf { .. } if s.sender.node == victim => Some(true),
+                SignalBody::SubStartRef { .. } if s.sender.node == victim => Some(false),
+                _ => None,
+            });
+            if answer == Some(true) {
+                live.push(victim);
+            }
+            feed(cluster, asm, live, got);
+            match answer {
+                Some(true) => return,
+                Some(false) => break,
+                None => {}
+            }
+        }
+        cluster.sim.run_for(Duration::from_millis(50));
+    }
 }
 
 /// Keys of the transactions in flight on the victim's TC when it crashes
@@ -584,37 +731,15 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
                 feed(&mut cluster, &mut asm, &live, got);
             }
         } else if then_other && t == crash_after + 10 {
-            cluster.sim.restart(victim);
-            let until = cluster.sim.now() + Duration::from_secs(30);
-            'subscribed: loop {
-                assert!(
-                    cluster.sim.now() < until,
-                    "seed {seed}: the restarted node serves the subscription again"
-                );
-                send_sub_start(&mut cluster, victim, table.id, sub_flags::RESUBSCRIBE);
-                for _ in 0..100 {
-                    cluster.sim.run_for(Duration::from_millis(1));
-                    let got = take_sub(&cluster);
-                    let answer = got.iter().find_map(|s| match s.body {
-                        SignalBody::SubStartConf { .. } if s.sender.node == victim => Some(true),
-                        SignalBody::SubStartRef { .. } if s.sender.node == victim => Some(false),
-                        _ => None,
-                    });
-                    // As the client: what the node sends from its answer on
-                    // is taken (its own bucket handed back may follow the
-                    // answer closely, with a resend).
-                    if answer == Some(true) {
-                        live.push(victim);
-                    }
-                    feed(&mut cluster, &mut asm, &live, got);
-                    match answer {
-                        Some(true) => break 'subscribed,
-                        Some(false) => break,
-                        None => {}
-                    }
-                }
-                cluster.sim.run_for(Duration::from_millis(50));
-            }
+            restart_and_resubscribe(
+                &mut cluster,
+                victim,
+                table.id,
+                seed,
+                &mut live,
+                &mut asm,
+                &mut feed,
+            );
         }
         if then_other && t == crash_after + 20 {
             let other = if three { nodes[1] } else { tc_node };
@@ -664,16 +789,7 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
         epochs.windows(2).all(|w| w[0] < w[1]),
         "seed {seed}: epochs ascending, each once"
     );
-    let mut got: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
-    for (e, changes) in &asm.out {
-        for (k, change) in changes {
-            got.entry(*e)
-                .or_default()
-                .entry(*k)
-                .or_default()
-                .push(*change);
-        }
-    }
+    let mut got = asm.history();
     // The in-flight inserts: once each if committed, else not at all;
     // a transaction's rows all in one epoch.
     let in_flight: Vec<i64> = IN_FLIGHT_KEYS.collect();
@@ -809,22 +925,9 @@ fn stream_through_an_alter(seed: u64, crash: bool) {
         ..Assembler::default()
     };
     let mut live = nodes.clone();
-    let feed =
-        |cluster: &mut Cluster, asm: &mut Assembler, live: &[signal::NodeId], got: Vec<Signal>| {
-            for s in &got {
-                if live.contains(&s.sender.node) {
-                    asm.take(&layout, s, start);
-                }
-            }
-            if let Some(&(epoch, _)) = asm.out.last() {
-                for &n in live {
-                    cluster.send(
-                        SubscriptionBlock::address(n),
-                        SignalBody::SubGcpCompleteAck { sub_id: 1, epoch },
-                    );
-                }
-            }
-        };
+    let feed = |cluster: &mut Cluster, asm: &mut Assembler, live: &[signal::NodeId], got| {
+        take_and_ack(cluster, asm, &layout, start, live, got)
+    };
     feed(&mut cluster, &mut asm, &live, early);
     const TRANSACTIONS: i64 = 40;
     let alter_after = 5 + (next() % 30) as i64;
@@ -890,39 +993,18 @@ fn stream_through_an_alter(seed: u64, crash: bool) {
         } else {
             0
         };
-        for attempt in 0.. {
-            assert!(
-                attempt < RETRIES_MAX,
-                "seed {seed}: transaction {t} refused {attempt} times"
-            );
-            let (ops, changes) = transaction(&rows, keys, t);
-            let ops: Vec<Op> = ops
-                .into_iter()
-                .map(|mut op| {
-                    op.v = op.v.map(|v| v + phase);
-                    op
-                })
-                .collect();
-            let changes: Vec<(i64, Change)> = changes
-                .into_iter()
-                .map(|(k, (kind, before, after))| (k, (kind, before, after.map(|v| v + phase))))
-                .collect();
-            let tx = cluster.tx_id();
-            cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
-            let reply = cluster
-                .reply_within(tx, ANSWER_WAIT)
-                .unwrap_or_else(|| panic!("seed {seed}: transaction {t}: no reply"));
-            let got = take_sub(&cluster);
-            feed(&mut cluster, &mut asm, &live, got);
-            let Reply::Conf { epoch, .. } = reply else {
-                eprintln!("seed {seed}: transaction {t}: {reply:?}");
-                cluster.sim.run_for(Duration::from_millis(20));
-                continue;
-            };
-            last_epoch = last_epoch.max(epoch);
-            committed(&mut rows, &mut expected, epoch, changes);
-            break;
-        }
+        let epoch = commit_retrying(
+            &mut cluster,
+            tc_node,
+            &mut rows,
+            &mut expected,
+            keys,
+            t,
+            phase,
+            seed,
+            |c, got| feed(c, &mut asm, &live, got),
+        );
+        last_epoch = last_epoch.max(epoch);
     }
     wait_whole(
         &mut cluster,
@@ -963,21 +1045,9 @@ fn stream_through_an_alter(seed: u64, crash: bool) {
             "seed {seed}: bucket {bucket} had the alter's entry"
         );
     }
-    let mut got: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
-    for (e, changes) in &asm.out {
-        for (k, change) in changes {
-            if *k != SCHEMA_KEY {
-                got.entry(*e)
-                    .or_default()
-                    .entry(*k)
-                    .or_default()
-                    .push(*change);
-            }
-        }
-    }
-    got.retain(|&e, rows| e <= last_epoch && !rows.is_empty());
     assert_eq!(
-        got, expected,
+        asm.history_through(last_epoch),
+        expected,
         "seed {seed}: the stream is the committed history"
     );
 }
@@ -1071,22 +1141,9 @@ fn stream_through_a_copy(seed: u64, restart: bool) {
         ..Assembler::default()
     };
     let mut live = nodes.clone();
-    let feed =
-        |cluster: &mut Cluster, asm: &mut Assembler, live: &[signal::NodeId], got: Vec<Signal>| {
-            for s in &got {
-                if live.contains(&s.sender.node) {
-                    asm.take(&layout, s, start);
-                }
-            }
-            if let Some(&(epoch, _)) = asm.out.last() {
-                for &n in live {
-                    cluster.send(
-                        SubscriptionBlock::address(n),
-                        SignalBody::SubGcpCompleteAck { sub_id: 1, epoch },
-                    );
-                }
-            }
-        };
+    let mut feed = |cluster: &mut Cluster, asm: &mut Assembler, live: &[signal::NodeId], got| {
+        take_and_ack(cluster, asm, &layout, start, live, got)
+    };
     feed(&mut cluster, &mut asm, &live, early);
     const TRANSACTIONS: i64 = 60;
     let crash_after = 3 + (next() % 10) as i64;
@@ -1118,35 +1175,16 @@ fn stream_through_a_copy(seed: u64, restart: bool) {
             cluster.table = Some(copy);
         }
         if restart && t == restart_after {
-            cluster.sim.restart(victim);
-            let until = cluster.sim.now() + Duration::from_secs(30);
-            'subscribed: loop {
-                assert!(
-                    cluster.sim.now() < until,
-                    "seed {seed}: the restarted node serves the subscription again"
-                );
-                // The old table only: this API has not seen the copy.
-                send_sub_start(&mut cluster, victim, table.id, sub_flags::RESUBSCRIBE);
-                for _ in 0..100 {
-                    cluster.sim.run_for(Duration::from_millis(1));
-                    let got = take_sub(&cluster);
-                    let answer = got.iter().find_map(|s| match s.body {
-                        SignalBody::SubStartConf { .. } if s.sender.node == victim => Some(true),
-                        SignalBody::SubStartRef { .. } if s.sender.node == victim => Some(false),
-                        _ => None,
-                    });
-                    if answer == Some(true) {
-                        live.push(victim);
-                    }
-                    feed(&mut cluster, &mut asm, &live, got);
-                    match answer {
-                        Some(true) => break 'subscribed,
-                        Some(false) => break,
-                        None => {}
-                    }
-                }
-                cluster.sim.run_for(Duration::from_millis(50));
-            }
+            // The old table only: this API has not seen the copy.
+            restart_and_resubscribe(
+                &mut cluster,
+                victim,
+                table.id,
+                seed,
+                &mut live,
+                &mut asm,
+                &mut feed,
+            );
         }
         let keys = [(t * 5) % 16, (t * 7 + 3) % 16];
         let keys: Vec<i64> = if t % 3 == 0 && keys[0] != keys[1] {
@@ -1158,27 +1196,18 @@ fn stream_through_a_copy(seed: u64, restart: bool) {
             Some(_) => keys.iter().map(|k| k + COPY_KEYS_FROM).collect(),
             None => keys,
         };
-        for attempt in 0.. {
-            assert!(
-                attempt < RETRIES_MAX,
-                "seed {seed}: transaction {t} refused {attempt} times"
-            );
-            let (ops, changes) = transaction(&rows, &keys, t);
-            let tx = cluster.tx_id();
-            cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
-            let reply = cluster
-                .reply_within(tx, ANSWER_WAIT)
-                .unwrap_or_else(|| panic!("seed {seed}: transaction {t}: no reply"));
-            let got = take_sub(&cluster);
-            feed(&mut cluster, &mut asm, &live, got);
-            let Reply::Conf { epoch, .. } = reply else {
-                cluster.sim.run_for(Duration::from_millis(20));
-                continue;
-            };
-            last_epoch = last_epoch.max(epoch);
-            committed(&mut rows, &mut expected, epoch, changes);
-            break;
-        }
+        let epoch = commit_retrying(
+            &mut cluster,
+            tc_node,
+            &mut rows,
+            &mut expected,
+            &keys,
+            t,
+            0,
+            seed,
+            |c, got| feed(c, &mut asm, &live, got),
+        );
+        last_epoch = last_epoch.max(epoch);
     }
     wait_whole(
         &mut cluster,
@@ -1208,21 +1237,9 @@ fn stream_through_a_copy(seed: u64, restart: bool) {
             "seed {seed}: the restarted node's bucket carried the copy (table {copy_id})"
         );
     }
-    let mut got: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
-    for (e, changes) in &asm.out {
-        for (k, change) in changes {
-            if *k != SCHEMA_KEY {
-                got.entry(*e)
-                    .or_default()
-                    .entry(*k)
-                    .or_default()
-                    .push(*change);
-            }
-        }
-    }
-    got.retain(|&e, rows| e <= last_epoch && !rows.is_empty());
     assert_eq!(
-        got, expected,
+        asm.history_through(last_epoch),
+        expected,
         "seed {seed}: the stream is the committed history of the table and its copy"
     );
 }
