@@ -359,7 +359,8 @@ struct Restarting {
 const RESTART_PARTIAL_WAIT_MS: u64 = 10_000;
 
 /// Unknown tables remembered as not found ([`Subscription`]'s
-/// `resolve_copy`): a table is looked for once, not at every change.
+/// `resolve_copy`), the oldest forgotten past it: a table is looked for
+/// once, not at every change.
 const UNRESOLVED_MAX: usize = 64;
 
 /// A subscribed table and how its rows decode.
@@ -419,7 +420,7 @@ pub struct Subscription {
     /// Where the schema events go.
     schema_order: SchemaOrder,
     /// Tables whose changes came though they are not subscribed, and were
-    /// not found to replace one that is (at most [`UNRESOLVED_MAX`]).
+    /// not found to replace one that is (the last [`UNRESOLVED_MAX`]).
     unresolved: Vec<u32>,
     /// The data nodes subscribed at.
     nodes: Vec<NodeSub>,
@@ -1472,11 +1473,15 @@ impl Subscription {
                 }
                 continue;
             }
-            if !self.tables.contains_key(&entry.table) && !self.resolve_copy(entry.table) {
-                continue;
-            }
-            let current = &self.tables[&entry.table];
-            if entry.version > current.table.def().version {
+            // One lookup per change; a table not subscribed is rare.
+            let known = match self.tables.get(&entry.table).map(|t| t.table.def().version) {
+                Some(version) => version,
+                None if self.resolve_copy(entry.table) => {
+                    self.tables[&entry.table].table.def().version
+                }
+                None => continue,
+            };
+            if entry.version > known {
                 self.refresh(entry.table);
             }
             let sub = match self.tables.get(&entry.table) {
@@ -1649,9 +1654,10 @@ impl Subscription {
             "subscription {}: changes of table {id}, which it does not have, left out",
             self.sub_id
         );
-        if self.unresolved.len() < UNRESOLVED_MAX {
-            self.unresolved.push(id);
+        if self.unresolved.len() >= UNRESOLVED_MAX {
+            self.unresolved.remove(0);
         }
+        self.unresolved.push(id);
         false
     }
 

@@ -242,23 +242,27 @@ fn schema_events(seen: &[Seen]) -> Vec<(usize, SchemaKind, &str)> {
         .collect()
 }
 
+/// A 2 x 2 sandbox with a SQL node (`name` its directory's), the table
+/// `db.t` of `columns` made through SQL, the SQL connection that made it,
+/// and the native API connected.
+fn start(name: &str, db: &str, columns: &str) -> (Sandbox, mysql::Conn, Cluster) {
+    let epochs = format!("TimeBetweenEpochs={EPOCH_INTERVAL_MS}");
+    let sandbox =
+        Sandbox::start_configured(name, 17_000, 2, &["--set", &epochs, "--sql-nodes", "1"]);
+    let mut admin = connect(sandbox.sql_port());
+    admin.query_drop(format!("CREATE DATABASE {db}")).unwrap();
+    admin
+        .query_drop(format!("CREATE TABLE {db}.t ({columns})"))
+        .unwrap();
+    let cluster = Cluster::connect(&sandbox.connect).expect("connect");
+    (sandbox, admin, cluster)
+}
+
 #[test]
 fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
-    let epochs = format!("TimeBetweenEpochs={EPOCH_INTERVAL_MS}");
-    let sandbox = Sandbox::start_configured(
-        "events-schema",
-        17_000,
-        2,
-        &["--set", &epochs, "--sql-nodes", "1"],
-    );
+    let (sandbox, mut admin, cluster) =
+        start("events-schema", "es", "id INT PRIMARY KEY, v INT NOT NULL");
     let port = sandbox.sql_port();
-    let mut admin = connect(port);
-    admin.query_drop("CREATE DATABASE es").unwrap();
-    admin
-        .query_drop("CREATE TABLE es.t (id INT PRIMARY KEY, v INT NOT NULL)")
-        .unwrap();
-
-    let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
     let mut sub = session
         .subscribe(&["es/def/t"], SubscribeOptions::default())
@@ -334,21 +338,12 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
 
 #[test]
 fn a_copying_alter_is_followed_to_its_copy() {
-    let epochs = format!("TimeBetweenEpochs={EPOCH_INTERVAL_MS}");
-    let sandbox = Sandbox::start_configured(
+    let (sandbox, mut admin, cluster) = start(
         "events-copy",
-        17_000,
-        2,
-        &["--set", &epochs, "--sql-nodes", "1"],
+        "ec",
+        "id INT PRIMARY KEY, v INT NOT NULL, x INT NULL",
     );
     let port = sandbox.sql_port();
-    let mut admin = connect(port);
-    admin.query_drop("CREATE DATABASE ec").unwrap();
-    admin
-        .query_drop("CREATE TABLE ec.t (id INT PRIMARY KEY, v INT NOT NULL, x INT NULL)")
-        .unwrap();
-
-    let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
     let mut sub = session
         .subscribe(&["ec/def/t"], SubscribeOptions::default())

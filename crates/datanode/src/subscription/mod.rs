@@ -609,6 +609,7 @@ impl SubscriptionBlock {
     /// restarted node, which never saw the copy's `REPLACE` entry, learns
     /// it (docs/events.md, "A copying ALTER").
     fn add_copies(&mut self, followed: &[u32]) {
+        debug_assert!(followed.len().is_multiple_of(2), "followed holds pairs");
         for pair in followed.chunks_exact(2) {
             let (replaced, copy) = (pair[0], pair[1]);
             let mut followers = 0;

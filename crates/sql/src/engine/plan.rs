@@ -834,29 +834,38 @@ fn column_vs(
 /// the key's field without warnings; the rows the key finds are compared
 /// again in the SQL node, and warn then (a pushed filter never takes it:
 /// [`column_vs`]).
-/// Whether a conjunct cannot warn: it compares a column with a column or
-/// a literal of its class (numbers with numbers, strings with strings), or
-/// tests NULL.
-fn quiet_conjunct(table: &TableInfo, c: &Expr) -> bool {
-    let class = |e: &Expr| match e {
-        Expr::Col(i) => table
-            .columns
-            .get(*i)
-            .map(|c| super::exec::convert::column_kind(&c.ty))
-            .and_then(|k| match k {
-                k if k.is_numeric() => Some(true),
-                super::expr::Kind::Str { .. } => Some(false),
-                _ => None,
-            }),
-        Expr::Lit(Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_)) => Some(true),
-        Expr::Lit(Val::Str(_)) => Some(false),
+/// Whether a condition cannot warn: it compares operands of one class
+/// (numbers with numbers, strings with strings: columns, literals,
+/// placeholders), or tests one for NULL; `kind` gives an operand's kind.
+pub(crate) fn quiet(e: &Expr, kind: &dyn Fn(&Expr) -> super::expr::Kind) -> bool {
+    let class = |e: &Expr| match kind(e) {
+        k if k.is_numeric() => Some(true),
+        super::expr::Kind::Str { .. } => Some(false),
         _ => None,
     };
-    match c {
-        Expr::Cmp(_, a, b, _) => class(a).is_some() && class(a) == class(b),
-        Expr::IsNull(x, _) => matches!(**x, Expr::Col(_)),
+    let operand = |e: &Expr| matches!(e, Expr::Col(_) | Expr::Lit(_) | Expr::Param(_));
+    let alike =
+        |a: &Expr, b: &Expr| operand(a) && operand(b) && class(a).is_some() && class(a) == class(b);
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => quiet(a, kind) && quiet(b, kind),
+        Expr::IsNull(a, _) => operand(a),
+        Expr::Cmp(_, a, b, _) => alike(a, b),
+        Expr::In(a, list, ..) => list.iter().all(|x| alike(a, x)),
+        Expr::Between(a, lo, hi, ..) => alike(a, lo) && alike(a, hi),
         _ => false,
     }
+}
+
+/// [`quiet`] of a conjunct of `table`'s WHERE, the kinds from its column
+/// types and literals.
+fn quiet_conjunct(table: &TableInfo, c: &Expr) -> bool {
+    quiet(c, &|e| match e {
+        Expr::Col(i) => table.columns.get(*i).map_or(super::expr::Kind::Null, |c| {
+            super::exec::convert::column_kind(&c.ty)
+        }),
+        Expr::Lit(v) => super::expr::eval::val_kind(v),
+        _ => super::expr::Kind::Null,
+    })
 }
 
 fn silent(e: &Expr) -> &Expr {

@@ -1920,7 +1920,7 @@ fn lower_targets(
                 let (late, early): (Vec<&Expr>, Vec<&Expr>) =
                     c.conjuncts().into_iter().partition(|x| {
                         after_sub |= x.has_sub();
-                        after_sub && (x.has_sub() || !quiet(scope, x))
+                        after_sub && (x.has_sub() || !plan::quiet(x, &|e| scope.kind(e)))
                     });
                 let and = |items: Vec<&Expr>| {
                     items
@@ -1951,7 +1951,6 @@ fn lower_targets(
 fn fold_same_column(scope: &crate::engine::expr::Scope<'_>, e: Expr) -> Expr {
     use crate::engine::expr::{CmpOp, Val};
     let truth = |t: bool| Expr::Lit(Val::Int(i64::from(t)));
-    let is = |e: &Expr, t: bool| matches!(e, Expr::Lit(Val::Int(v)) if *v == i64::from(t));
     match e {
         Expr::Cmp(op, a, b, c) => match (&*a, &*b) {
             (Expr::Col(x), Expr::Col(y)) if x == y => match op {
@@ -1962,31 +1961,34 @@ fn fold_same_column(scope: &crate::engine::expr::Scope<'_>, e: Expr) -> Expr {
             },
             _ => Expr::Cmp(op, a, b, c),
         },
-        Expr::Or(a, b) => {
-            let (a, b) = (fold_same_column(scope, *a), fold_same_column(scope, *b));
-            if is(&a, true) || is(&b, true) {
-                truth(true)
-            } else if is(&a, false) {
-                b
-            } else if is(&b, false) {
-                a
-            } else {
-                Expr::Or(Box::new(a), Box::new(b))
-            }
-        }
-        Expr::And(a, b) => {
-            let (a, b) = (fold_same_column(scope, *a), fold_same_column(scope, *b));
-            if is(&a, false) || is(&b, false) {
-                truth(false)
-            } else if is(&a, true) {
-                b
-            } else if is(&b, true) {
-                a
-            } else {
-                Expr::And(Box::new(a), Box::new(b))
-            }
-        }
+        Expr::Or(a, b) => fold_junction(scope, *a, *b, true, Expr::Or),
+        Expr::And(a, b) => fold_junction(scope, *a, *b, false, Expr::And),
         other => other,
+    }
+}
+
+/// An OR (`absorbing` true: a true side makes it true, a false one is
+/// left out) or an AND (`absorbing` false: a false side makes it false, a
+/// true one is left out) of `a` and `b`, each folded first
+/// ([`fold_same_column`]); `join` makes it when neither side decides.
+fn fold_junction(
+    scope: &crate::engine::expr::Scope<'_>,
+    a: Expr,
+    b: Expr,
+    absorbing: bool,
+    join: fn(Box<Expr>, Box<Expr>) -> Expr,
+) -> Expr {
+    use crate::engine::expr::Val;
+    let is = |e: &Expr, t: bool| matches!(e, Expr::Lit(Val::Int(v)) if *v == i64::from(t));
+    let (a, b) = (fold_same_column(scope, a), fold_same_column(scope, b));
+    if is(&a, absorbing) || is(&b, absorbing) {
+        Expr::Lit(Val::Int(i64::from(absorbing)))
+    } else if is(&a, !absorbing) {
+        b
+    } else if is(&b, !absorbing) {
+        a
+    } else {
+        join(Box::new(a), Box::new(b))
     }
 }
 
@@ -1995,28 +1997,6 @@ fn has_unique(def: &schema::TableDef) -> bool {
     def.indexes
         .iter()
         .any(|i| i.kind == schema::IndexKind::Unique)
-}
-
-/// Whether a conjunct cannot warn: it compares operands of one class
-/// (numbers with numbers, strings with strings) or tests NULL.
-fn quiet(scope: &crate::engine::expr::Scope<'_>, e: &Expr) -> bool {
-    use crate::engine::expr::Kind;
-    let class = |e: &Expr| match scope.kind(e) {
-        k if k.is_numeric() => Some(true),
-        Kind::Str { .. } => Some(false),
-        _ => None,
-    };
-    let operand = |e: &Expr| matches!(e, Expr::Col(_) | Expr::Lit(_) | Expr::Param(_));
-    let alike =
-        |a: &Expr, b: &Expr| operand(a) && operand(b) && class(a).is_some() && class(a) == class(b);
-    match e {
-        Expr::And(a, b) | Expr::Or(a, b) => quiet(scope, a) && quiet(scope, b),
-        Expr::IsNull(a, _) => operand(a),
-        Expr::Cmp(_, a, b, _) => alike(a, b),
-        Expr::In(a, list, ..) => list.iter().all(|x| alike(a, x)),
-        Expr::Between(a, lo, hi, ..) => alike(a, lo) && alike(a, hi),
-        _ => false,
-    }
 }
 
 /// A row an UPDATE or DELETE touches: its values and its primary key.
