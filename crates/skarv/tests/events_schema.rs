@@ -23,6 +23,11 @@
 //! copy's own inserts are not in the stream (each insert a writer saw
 //! committed is there exactly once); the old table's drop comes under its
 //! parked `#sql-old-` name, the table's own drop last.
+//!
+//! `a_table_renamed_into_the_name_of_one_parked_is_followed`: the swap of
+//! an online schema change tool by hand (`RENAME TABLE t TO t_old, t_new
+//! TO t`, `t_new` made and filled beforehand) under the writers; the
+//! stream is checked as the copy's, `t_new`'s own row not in it.
 
 mod common;
 
@@ -366,12 +371,24 @@ fn a_copying_alter_is_followed_to_its_copy() {
     admin.query_drop("DROP TABLE ec.t").expect("drop");
 
     let seen = record(&mut sub, "ec/def/t");
-    let schema = schema_events(&seen);
+    followed(&seen, &acked, "ec/def/t", "ec/def/#sql-old-", |row| {
+        row.has("x")
+    });
+}
+
+/// Checks the stream `seen` of `table`, which another table replaced
+/// while writers inserted `acked` (each once, by name), the old table then
+/// dropped under a name starting `parked`, then the table: one replace
+/// event naming the table; the old table's drop after it, the table's
+/// last, the old table's alters before its drop; before the replace event
+/// only rows `old_row` knows by their columns, after it none.
+fn followed(seen: &[Seen], acked: &[u64], table: &str, parked: &str, old_row: fn(&Seen) -> bool) {
+    let schema = schema_events(seen);
     let replaced: Vec<usize> = schema
         .iter()
         .filter(|&&(_, k, _)| k == SchemaKind::Replaced)
         .map(|&(i, _, t)| {
-            assert_eq!(t, "ec/def/t", "the replace event names the table");
+            assert_eq!(t, table, "the replace event names the table");
             i
         })
         .collect();
@@ -388,12 +405,12 @@ fn a_copying_alter_is_followed_to_its_copy() {
         "the old table's drop and the table's: {schema:?}"
     );
     assert!(
-        drops[0].1.starts_with("ec/def/#sql-old-") && drops[0].0 > replace_at,
+        drops[0].1.starts_with(parked) && drops[0].0 > replace_at,
         "the old table is dropped, under its parked name, after the replacement: {schema:?}"
     );
     assert_eq!(
         drops[1],
-        (seen.len() - 1, "ec/def/t"),
+        (seen.len() - 1, table),
         "the table's drop ends it"
     );
     assert!(
@@ -401,7 +418,7 @@ fn a_copying_alter_is_followed_to_its_copy() {
             .iter()
             .filter(|&&(_, k, _)| k == SchemaKind::Altered)
             .all(|&(i, _, _)| i < drops[0].0),
-        "the old table's alters (its lock, its parking) before its drop: {schema:?}"
+        "the old table's alters (its parking among them) before its drop: {schema:?}"
     );
     let (mut old, mut new) = (0, 0);
     for (i, s) in seen.iter().enumerate() {
@@ -409,17 +426,20 @@ fn a_copying_alter_is_followed_to_its_copy() {
             continue;
         };
         if i < replace_at {
-            assert!(s.has("x"), "row {id} of the copy before the replace event");
+            assert!(
+                old_row(s),
+                "row {id} of the new table before the replace event"
+            );
             old += 1;
         } else {
             assert!(
-                !s.has("x"),
+                !old_row(s),
                 "row {id} of the old table after the replace event"
             );
             new += 1;
         }
     }
-    each_once(&seen, &acked);
+    each_once(seen, acked);
     eprintln!(
         "events_schema: {old} inserts before the replace event, {new} after; {} acknowledged; \
          schema events {:?}",
@@ -427,4 +447,45 @@ fn a_copying_alter_is_followed_to_its_copy() {
         schema.iter().map(|&(_, k, t)| (k, t)).collect::<Vec<_>>()
     );
     assert!(old >= INSERTS_PER_PHASE as usize && new >= INSERTS_PER_PHASE as usize);
+}
+
+#[test]
+fn a_table_renamed_into_the_name_of_one_parked_is_followed() {
+    let (sandbox, mut admin, cluster) =
+        start("events-swap", "sw", "id INT PRIMARY KEY, v INT NOT NULL");
+    // The new table, as an online schema change tool fills it before its
+    // swap: its own rows are not in the stream.
+    admin
+        .query_drop("CREATE TABLE sw.t_new (id INT PRIMARY KEY, v INT NOT NULL, w INT DEFAULT 7)")
+        .unwrap();
+    admin
+        .query_drop(format!(
+            "INSERT INTO sw.t_new (id, v) VALUES ({HELD_ID}, 0)"
+        ))
+        .unwrap();
+    let port = sandbox.sql_port();
+    let session = cluster.session().expect("session");
+    let mut sub = session
+        .subscribe(&["sw/def/t"], SubscribeOptions::default())
+        .expect("subscribe");
+    let new_id = session.table("sw/def/t_new").expect("the new table").id();
+
+    let writers = Writers::start(port, "sw.t");
+    writers.progress("inserts before the swap");
+    admin
+        .query_drop("RENAME TABLE sw.t TO sw.t_old, sw.t_new TO sw.t")
+        .expect("the swap");
+    session.forget_table("sw/def/t");
+    assert_eq!(session.table("sw/def/t").expect("the table").id(), new_id);
+    writers.progress("inserts after the swap");
+    let acked = writers.stop();
+    admin
+        .query_drop("DROP TABLE sw.t_old")
+        .expect("drop the old table");
+    admin.query_drop("DROP TABLE sw.t").expect("drop");
+
+    let seen = record(&mut sub, "sw/def/t");
+    followed(&seen, &acked, "sw/def/t", "sw/def/t_old", |row| {
+        !row.has("w")
+    });
 }

@@ -3801,20 +3801,41 @@ fn rename_target(conn: &mut Conn<'_>, name: &ObjectName) -> SqlResult<(String, S
 /// `RENAME TABLE a TO b[, c TO d …]`: each an online rename, in order;
 /// when one fails, the ones done are renamed back (as MySQL, the
 /// statement changes all or nothing, though another SQL node may see the
-/// names in between).
+/// names in between). A table that takes the name of one the statement
+/// parks (`RENAME TABLE t TO t_old, t_new TO t`) names it as the table it
+/// replaces, which the change stream follows ([`replaced_by_rename`]).
 fn rename_tables(
     conn: &mut Conn<'_>,
     pairs: &[sqlparser::ast::RenameTable],
 ) -> SqlResult<Answered> {
+    let names = pairs
+        .iter()
+        .map(|pair| {
+            let (from_db, from) = object_name(&pair.old_name)?;
+            let (to_db, to) = object_name(&pair.new_name)?;
+            Ok((
+                (database_of(conn, from_db)?, from),
+                (database_of(conn, to_db)?, to),
+            ))
+        })
+        .collect::<SqlResult<Vec<_>>>()?;
+    let replaced = replaced_by_rename(&names);
+    // The cluster id of the table each pair renamed (set by then: a pair
+    // replaces only an earlier one's).
+    let mut ids = vec![0u32; pairs.len()];
     let mut done: Vec<((String, String), (String, String))> = Vec::new();
     let mut result = Ok(());
-    for pair in pairs {
+    for (i, pair) in pairs.iter().enumerate() {
         let step = (|| {
             let (db, table) = object_name(&pair.old_name)?;
             let info = catalog::table(conn, db.as_deref(), &table)?;
+            ids[i] = info.id();
             let target = rename_target(conn, &pair.new_name)?;
             let mut change = Change::new(&info);
             change.rename = Some(target.clone());
+            if let Some(parked) = replaced[i] {
+                change.def.replaces = ids[parked];
+            }
             change.apply(conn)?;
             Ok(((info.db.clone(), info.name.clone()), target))
         })();
@@ -3840,6 +3861,38 @@ fn rename_tables(
         return Err(e);
     }
     ok()
+}
+
+/// A `RENAME TABLE`'s pairs (`(database, table)` from, to): for each, the
+/// earlier pair whose table it replaces, if any. A table replaces another
+/// when it takes the name that table had when the statement began, and
+/// that table ends the statement under a name no table of the statement
+/// began with: parked, as in `RENAME TABLE t TO t_old, t_new TO t`, the
+/// swap of pt-online-schema-change and gh-ost. A swap of two names
+/// (`a TO tmp, b TO a, tmp TO b`) replaces nothing: each table keeps its
+/// own subscribers (docs/events.md, "A copying ALTER").
+fn replaced_by_rename<N: Eq + std::hash::Hash>(pairs: &[(N, N)]) -> Vec<Option<usize>> {
+    use std::collections::{HashMap, HashSet};
+    let began: HashSet<&N> = pairs.iter().map(|(from, _)| from).collect();
+    // Each table is known by the first pair that renamed it (its origin);
+    // `at`: where each origin is now.
+    let mut at: HashMap<&N, usize> = HashMap::new();
+    let mut origins = Vec::with_capacity(pairs.len());
+    for (i, (from, to)) in pairs.iter().enumerate() {
+        let origin = at.remove(from).unwrap_or(i);
+        at.insert(to, origin);
+        origins.push(origin);
+    }
+    let ends: HashMap<usize, &N> = at.iter().map(|(name, &origin)| (origin, *name)).collect();
+    pairs
+        .iter()
+        .enumerate()
+        .map(|(j, (_, to))| {
+            let parked = (0..j).find(|&i| origins[i] == i && pairs[i].0 == *to)?;
+            let parked_at = ends.get(&parked)?;
+            (origins[j] != parked && !began.contains(parked_at)).then_some(parked)
+        })
+        .collect()
 }
 
 fn alter_table(
@@ -4012,6 +4065,28 @@ fn alter_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rename_replaces_only_a_table_it_parks() {
+        let replaced = |pairs: &[(&str, &str)]| replaced_by_rename(pairs);
+        // pt-online-schema-change's and gh-ost's swap.
+        assert_eq!(replaced(&[("t", "t_old"), ("t_new", "t")]), [None, Some(0)]);
+        // Through a name the statement passes through first.
+        assert_eq!(
+            replaced(&[("t", "tmp"), ("tmp", "t_old"), ("t_new", "t")]),
+            [None, None, Some(0)]
+        );
+        // A swap of two names: each table keeps its own.
+        assert_eq!(
+            replaced(&[("a", "tmp"), ("b", "a"), ("tmp", "b")]),
+            [None, None, None]
+        );
+        // Renamed away and back: itself.
+        assert_eq!(replaced(&[("t", "tmp"), ("tmp", "t")]), [None, None]);
+        // Plain renames, and a name no table had.
+        assert_eq!(replaced(&[("a", "b"), ("c", "d")]), [None, None]);
+        assert_eq!(replaced(&[("a", "b"), ("b", "c")]), [None, None]);
+    }
 
     #[test]
     fn partition_by_key_and_double_quoted_comments_are_recognised() {
