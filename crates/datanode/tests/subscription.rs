@@ -301,6 +301,32 @@ fn the_simulated_stream_is_the_committed_history() {
     );
 }
 
+/// A subscription's start is the highest epoch an LDM committed in before
+/// it captured the table, and that epoch may still be open: a transaction
+/// committed once every node answered must still be in an epoch after the
+/// start, or the stream (which starts after it) would lack it.
+#[test]
+fn a_commit_after_the_subscription_answered_is_after_its_start() {
+    for seed in [5, 6, 7] {
+        let mut cluster = Cluster::start(seed, 2, Limits::default());
+        let table = cluster.create_table();
+        let nodes = cluster.data_nodes.clone();
+        let Reply::Conf { epoch: before, .. } = cluster.commit(&[Op::write(OpKind::Insert, 1, 1)])
+        else {
+            panic!("seed {seed}: the insert before failed");
+        };
+        let (start, _) = subscribe(&mut cluster, &nodes, table.id);
+        let Reply::Conf { epoch, .. } = cluster.commit(&[Op::write(OpKind::Insert, 2, 2)]) else {
+            panic!("seed {seed}: the insert after failed");
+        };
+        assert!(
+            epoch > start,
+            "seed {seed}: committed in epoch {epoch:#x} once subscribed, not after the start \
+             {start:#x} (the commit before: {before:#x})"
+        );
+    }
+}
+
 /// The key and change of one entry of the test table (`k`, `v`).
 fn decode_entry(layout: &RowLayout, e: &sub_change::Entry<'_>) -> (i64, Change) {
     let decode = |image: &[u8]| -> Option<(i64, Option<i64>)> {

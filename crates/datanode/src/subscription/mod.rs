@@ -188,6 +188,9 @@ pub struct SubscriptionBlock {
     round: Option<Round>,
     /// Subscribers waiting for the next round.
     queued: Vec<SubKey>,
+    /// Fresh subscribers whose start epoch is not complete here yet: their
+    /// `SubStartConf` waits for it ([`SubscriptionBlock::announce`]).
+    unannounced: Vec<SubKey>,
     /// The tables captured differ from what the subscribers want: another
     /// round is due once the current one ends.
     capture_stale: bool,
@@ -229,6 +232,7 @@ impl SubscriptionBlock {
             subscribers: BTreeMap::new(),
             round: None,
             queued: Vec::new(),
+            unannounced: Vec::new(),
             capture_stale: false,
             max_data_epoch: 0,
             schema_reports: BTreeMap::new(),
@@ -653,14 +657,7 @@ impl SubscriptionBlock {
             sub.start = Some(start);
             sub.acked = start;
             if sub.flags & sub_flags::RESUBSCRIBE == 0 {
-                ctx.send(
-                    key.0,
-                    SignalBody::SubStartConf {
-                        sub_id: key.1,
-                        start_epoch: start,
-                        incarnation: self.incarnation.id,
-                    },
-                );
+                self.unannounced.push(key);
                 continue;
             }
             let me = self.config.node;
@@ -689,7 +686,40 @@ impl SubscriptionBlock {
         for key in confirm {
             self.confirm(key, ctx);
         }
+        self.announce(ctx);
         self.start_round(ctx);
+    }
+
+    /// Answers each fresh subscriber whose start epoch is complete here:
+    /// the start is the highest epoch an LDM instance committed in before
+    /// it captured the tables, and that epoch may still be open when the
+    /// round ends. A transaction that commits in it after the capture
+    /// began is captured but never sent (the stream starts after it), so
+    /// the answer waits until no transaction can commit in it any more
+    /// (it is complete cluster-wide): whatever commits after the API
+    /// hears `SubStartConf` from every node is in the stream.
+    fn announce(&mut self, ctx: &mut Context<'_>) {
+        let complete = self.buffer.complete();
+        let subscribers = &self.subscribers;
+        let incarnation = self.incarnation.id;
+        self.unannounced.retain(|key| {
+            let Some(start) = subscribers.get(key).and_then(|s| s.start) else {
+                // Stopped meanwhile: nothing to answer.
+                return false;
+            };
+            if start > complete {
+                return true;
+            }
+            ctx.send(
+                key.0,
+                SignalBody::SubStartConf {
+                    sub_id: key.1,
+                    start_epoch: start,
+                    incarnation,
+                },
+            );
+            false
+        });
     }
 
     /// Answers the API for `key`, subscribed again at this restarted
@@ -1118,6 +1148,10 @@ impl SubscriptionBlock {
             return;
         };
         let done = self.buffer.mark(instance, epoch);
+        if !self.unannounced.is_empty() && !done.is_empty() {
+            // Before the epochs above their start.
+            self.announce(ctx);
+        }
         for data in &done {
             self.stats.epochs_completed += 1;
             self.send_epoch(data, ctx);
