@@ -1508,8 +1508,10 @@ impl Subscription {
     }
 
     /// An alter's schema entry: table `id`'s definition of `version`
-    /// (`def`, encoded), unless known already. A table with BLOB/TEXT
-    /// columns needs its parts tables too: fetched from the dictionary.
+    /// (`def`, encoded), unless known already. Changes are decoded by the
+    /// definition alone: a BLOB/TEXT column's parts tables are not needed
+    /// (its value here is its head), so the definition holds even once
+    /// the table was renamed or dropped since.
     fn install_definition(&mut self, id: u32, version: u32, def: &[u8]) {
         let Some(current) = self.tables.get(&id) else {
             return;
@@ -1519,9 +1521,6 @@ impl Subscription {
         }
         match TableDef::decode(def) {
             Ok(def) if def.id == id && def.version == version => {
-                if def.columns.iter().any(|c| c.ty.is_blob()) {
-                    return self.refresh(id);
-                }
                 self.replace_definition(id, Arc::new(Table::new(def)));
             }
             Ok(def) => tracing::warn!(
@@ -1548,10 +1547,9 @@ impl Subscription {
     }
 
     /// A `REPLACE` entry: a copying ALTER's copy took the name of a
-    /// subscribed table; it is subscribed from now on, decoded by the
-    /// definition the entry carries (by the dictionary's, with its parts
-    /// tables, if it has BLOB/TEXT columns), with the subscription's
-    /// projection. Every data node sends the entry before any change of
+    /// subscribed table (or a copy's parts table that of a subscribed
+    /// parts table); it is subscribed from now on, decoded by the
+    /// definition the entry carries, with the subscription's projection. Every data node sends the entry before any change of
     /// the copy, so none comes before the copy is known here.
     fn follow(&mut self, entry: &sub_change::Entry<'_>) {
         let copy = entry.table;
@@ -1584,27 +1582,7 @@ impl Subscription {
                 );
             }
         };
-        let table = if def.columns.iter().any(|c| c.ty.is_blob()) {
-            let name = def.name.clone();
-            let fetched = self.cluster.session().and_then(|session| {
-                session.forget_table(&name);
-                session.table(&name)
-            });
-            match fetched {
-                Ok(table) if table.id() == copy => table,
-                Ok(_) | Err(_) => {
-                    return tracing::warn!(
-                        "subscription {}: `{name}` (table {copy}), which replaces table \
-                         {replaced}, could not be read from the dictionary: its changes are \
-                         left out",
-                        self.sub_id
-                    );
-                }
-            }
-        } else {
-            Arc::new(Table::new(def))
-        };
-        self.add_copy(copy, table, replaced);
+        self.add_copy(copy, Arc::new(Table::new(def)), replaced);
     }
 
     /// Subscribes `table` (id `copy`), which replaces subscribed table
@@ -1675,17 +1653,23 @@ impl Subscription {
         }
     }
 
-    /// Fetches table `id`'s definition again (a change of a newer version
-    /// came before its alter's entry).
+    /// Fetches table `id`'s definition again, by id (it may have been
+    /// renamed since): a change of a newer version came before its alter's
+    /// entry, or the entry added a BLOB/TEXT column. A parts table comes
+    /// with its base table's group.
     fn refresh(&mut self, id: u32) {
         let Some(current) = self.tables.get(&id) else {
             return;
         };
         let name = current.table.name().to_owned();
-        let fetched = self.cluster.session().and_then(|session| {
-            session.forget_table(&name);
-            session.table(&name)
-        });
+        let fetched = self
+            .cluster
+            .session()
+            .and_then(|session| session.table_by_id(id))
+            .map(|table| match table.parts_table_by_id(id) {
+                Some(parts) => Arc::clone(parts),
+                None => table,
+            });
         match fetched {
             Ok(table) if table.id() == id && table.def().version > current.table.def().version => {
                 self.replace_definition(id, table);

@@ -100,7 +100,10 @@ impl Table {
                     ),
                 ));
             };
-            let expected = def.blob_parts_table(c, parts.id);
+            let mut expected = def.blob_parts_table(c, parts.id);
+            // What it replaces is the dictionary's to say: the parts table
+            // of a copy's column (docs/events.md, "A copying ALTER").
+            expected.replaces = parts.replaces;
             if *parts != expected {
                 return Err(Error::new(
                     proto::error::MALFORMED_REQUEST,
@@ -172,6 +175,11 @@ impl Table {
     /// The BLOB/TEXT column at position `c`.
     pub(crate) fn blob(&self, c: usize) -> Option<&BlobColumn> {
         self.blobs.iter().find(|b| b.column == c)
+    }
+
+    /// The parts table whose id is `id`, if it is one of this table's.
+    pub(crate) fn parts_table_by_id(&self, id: u32) -> Option<&Arc<Table>> {
+        self.blobs.iter().map(|b| &b.parts).find(|p| p.id() == id)
     }
 
     /// The dictionary's definition.

@@ -806,10 +806,29 @@ impl Session {
     }
 
     fn fetch_table(&self, name: &str) -> Result<Arc<Table>> {
-        let name_owned = name.to_owned();
+        let table = Arc::new(self.fetch(0, name)?);
+        self.shared().tables.insert(name, Arc::clone(&table));
+        Ok(table)
+    }
+
+    /// Table `id`'s definition as the dictionary has it now, whatever its
+    /// name (not cached: the cache is by name). The change stream decodes
+    /// a table renamed since by it.
+    pub(crate) fn table_by_id(&self, id: u32) -> Result<Arc<Table>> {
+        Ok(Arc::new(self.fetch(id, &format!("table {id}"))?))
+    }
+
+    /// Table `table_id` (0: the table named `name`) from the dictionary;
+    /// `name` also names it in errors.
+    fn fetch(&self, table_id: u32, name: &str) -> Result<Table> {
+        let name_owned = if table_id == 0 {
+            name.to_owned()
+        } else {
+            String::new()
+        };
         let reply = self.dictionary_request(|request_id| SignalBody::DictGetTableReq {
             request_id,
-            table_id: 0,
+            table_id,
             name: name_owned,
         })?;
         let group = match reply {
@@ -844,8 +863,6 @@ impl Session {
         } else {
             Table::new(def)
         };
-        let table = Arc::new(table);
-        self.shared().tables.insert(name, Arc::clone(&table));
         Ok(table)
     }
 

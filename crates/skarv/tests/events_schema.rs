@@ -28,6 +28,10 @@
 //! an online schema change tool by hand (`RENAME TABLE t TO t_old, t_new
 //! TO t`, `t_new` made and filled beforehand) under the writers; the
 //! stream is checked as the copy's, `t_new`'s own row not in it.
+//!
+//! `a_copys_blob_parts_are_followed_with_it`: a subscription of a table
+//! and its TEXT column's parts table (as the backup makes) gets each
+//! row's parts before a copying ALTER and the copy's parts after it.
 
 mod common;
 
@@ -61,6 +65,10 @@ const HELD_ID: u64 = 1_000_000;
 /// Writer errors to wait for once the alter has begun: the held insert
 /// commits when the alter is seen waiting for it.
 const REFUSALS_BEFORE_COMMIT: u64 = 3;
+/// Bytes of each BLOB/TEXT value of the parts test: past the inline head,
+/// in [`BODY_PARTS`] rows of the column's parts table.
+const BODY_BYTES: usize = schema::BLOB_INLINE_BYTES + schema::BLOB_PART_BYTES + 1;
+const BODY_PARTS: usize = 2;
 
 /// One entry of the stream, flattened: a row change (its `id`, and the
 /// columns of its image), or a schema event (its kind and table).
@@ -171,7 +179,11 @@ fn record(sub: &mut Subscription, table: &str) -> Vec<Seen> {
         .iter()
         .any(|s| matches!(s, Seen::Schema(SchemaKind::Dropped, t) if t == table))
     {
-        assert!(Instant::now() < deadline, "no drop event in {WAIT:?}");
+        assert!(
+            Instant::now() < deadline,
+            "no drop event in {WAIT:?}: {:?}",
+            schema_events(&seen)
+        );
         let Some(event) = sub.next_timeout(Duration::from_secs(1)).expect("next") else {
             continue;
         };
@@ -488,4 +500,71 @@ fn a_table_renamed_into_the_name_of_one_parked_is_followed() {
     followed(&seen, &acked, "sw/def/t", "sw/def/t_old", |row| {
         !row.has("w")
     });
+}
+
+#[test]
+fn a_copys_blob_parts_are_followed_with_it() {
+    let (_sandbox, mut admin, cluster) = start(
+        "events-blob",
+        "eb",
+        "id INT PRIMARY KEY, v INT NOT NULL, x INT NULL, body TEXT",
+    );
+    let session = cluster.session().expect("session");
+    let table = session.table("eb/def/t").expect("the table");
+    let parts = Arc::clone(table.blob_parts_table("body").expect("body's parts table"));
+    let options = SubscribeOptions {
+        hidden_columns: true,
+        ..SubscribeOptions::default()
+    };
+    let mut sub = session
+        .subscribe_tables(&[Arc::clone(&table), parts], options)
+        .expect("subscribe");
+    let insert = |admin: &mut mysql::Conn, ids: std::ops::RangeInclusive<u64>| {
+        for id in ids {
+            admin
+                .query_drop(format!(
+                    "INSERT INTO eb.t (id, v, body) VALUES ({id}, {id}, REPEAT('b', {BODY_BYTES}))"
+                ))
+                .expect("insert");
+        }
+    };
+    insert(&mut admin, 1..=3);
+    admin
+        .query_drop("ALTER TABLE eb.t DROP COLUMN x")
+        .expect("the copying alter");
+    insert(&mut admin, 4..=6);
+    admin.query_drop("DROP TABLE eb.t").expect("drop");
+
+    let seen = record(&mut sub, "eb/def/t");
+    let replace_at = seen
+        .iter()
+        .position(|s| matches!(s, Seen::Schema(SchemaKind::Replaced, t) if t == "eb/def/t"))
+        .unwrap_or_else(|| panic!("no replace event of the table: {:?}", schema_events(&seen)));
+    let mut rows: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+    for (i, s) in seen.iter().enumerate() {
+        if let Seen::Row { id, .. } = s {
+            assert_eq!(
+                *id <= 3,
+                i < replace_at,
+                "row {id} on the wrong side of the replacement"
+            );
+            let (base, parts) = rows.entry(*id).or_default();
+            if s.has("body") {
+                *base += 1;
+            } else {
+                assert!(
+                    s.has("$PART"),
+                    "a change of the table or of body's parts: {s:?}"
+                );
+                *parts += 1;
+            }
+        }
+    }
+    let expected: BTreeMap<u64, (usize, usize)> = (1..=6).map(|id| (id, (1, BODY_PARTS))).collect();
+    assert_eq!(
+        rows,
+        expected,
+        "each row once, and its body's parts, before the copy and after it: {:?}",
+        schema_events(&seen)
+    );
 }

@@ -137,7 +137,7 @@ pub fn plan_create(
         index.id = ids.take()?;
     }
     let table = table.build().map_err(bad_definition)?;
-    let group = with_hidden_tables(table, None, &mut ids)?;
+    let group = with_hidden_tables(table, None, None, &mut ids)?;
     check_count(schema, &group)?;
     Ok(Plan {
         op: SchemaOp::CreateTable,
@@ -222,7 +222,12 @@ pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, 
         )
     })?;
     table.validate().map_err(bad_definition)?;
-    let group = with_hidden_tables(table, Some(group), &mut ids)?;
+    // A copy taking the replaced table's name: its parts tables replace
+    // that table's (below).
+    let replaced = (table.replaces != current.replaces)
+        .then(|| schema.group(table.replaces))
+        .flatten();
+    let group = with_hidden_tables(table, Some(group), replaced, &mut ids)?;
     check_count(schema, &group)?;
     Ok(Plan {
         op: SchemaOp::AlterTable,
@@ -367,10 +372,15 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
 
 /// The group of `table`: it, then a hidden table per unique index (id =
 /// the index's), then one per BLOB/TEXT column (the id it had in `old`,
-/// else a new one).
+/// else a new one). A parts table replaces (`TableDef::replaces`) the
+/// parts table of the column of the same name in `replaced`, the group of
+/// the table `table` takes the name of now, so the change stream follows
+/// it as it follows the table (docs/events.md, "A copying ALTER"); else
+/// what it replaced in `old`.
 fn with_hidden_tables(
     table: TableDef,
     old: Option<&TableGroup>,
+    replaced: Option<&TableGroup>,
     ids: &mut Ids,
 ) -> Result<TableGroup, Refusal> {
     let mut tables = Vec::new();
@@ -382,11 +392,17 @@ fn with_hidden_tables(
     for (c, column) in table.columns.iter().enumerate() {
         if column.ty.is_blob() {
             let name = table.blob_parts_table(c, 0).name;
-            let id = match old.and_then(|g| g.tables().iter().find(|t| t.name == name)) {
+            let existing = old.and_then(|g| g.tables().iter().find(|t| t.name == name));
+            let id = match existing {
                 Some(existing) => existing.id,
                 None => ids.take()?,
             };
-            tables.push(table.blob_parts_table(c, id));
+            let mut parts = table.blob_parts_table(c, id);
+            parts.replaces = match replaced {
+                Some(replaced) => parts_of(replaced, &column.name).map_or(0, |t| t.id),
+                None => existing.map_or(0, |t| t.replaces),
+            };
+            tables.push(parts);
         }
     }
     for hidden in &tables {
@@ -394,6 +410,18 @@ fn with_hidden_tables(
     }
     tables.insert(0, table);
     Ok(TableGroup::from_tables(tables))
+}
+
+/// The parts table of `group`'s BLOB/TEXT column named `column`, if it
+/// has one.
+fn parts_of<'g>(group: &'g TableGroup, column: &str) -> Option<&'g TableDef> {
+    let base = group.base();
+    let c = base
+        .columns
+        .iter()
+        .position(|c| c.name == column && c.ty.is_blob())?;
+    let name = base.blob_parts_table(c, 0).name;
+    group.tables().iter().find(|t| t.name == name)
 }
 
 fn check_count(schema: &Schema, group: &TableGroup) -> Result<(), Refusal> {
@@ -493,5 +521,52 @@ mod tests {
         swapped.replaces = base.id + 100;
         let plan = plan_alter(&schema, plan.table_id, &swapped.to_bytes()).expect("a copy's swap");
         assert_eq!(plan.group.expect("altered").base().replaces, base.id + 100);
+    }
+
+    #[test]
+    fn a_copys_parts_tables_replace_those_of_the_same_columns() {
+        let with_blobs = |name: &str, blobs: &[&str]| {
+            let mut columns = vec![Column::new("id", ColumnType::BigInt { unsigned: false })];
+            columns.extend(blobs.iter().map(|b| Column {
+                nullable: true,
+                ..Column::new(*b, ColumnType::Blob)
+            }));
+            TableDef::new(name, 0, columns).primary_key(vec![0])
+        };
+        let mut schema = Schema::new();
+        let create = |schema: &mut Schema, def: TableDef| {
+            let plan = plan_create(schema, &def.to_bytes(), 4, 2).expect("created");
+            let group = plan.group.expect("a created group");
+            schema.install(group.clone());
+            schema.set_counters(0, plan.next_object_id);
+            group
+        };
+        let old = create(&mut schema, with_blobs("t", &["a", "b"]));
+        // The copy drops `a`, keeps `b` (now first) and adds `c`.
+        let copy = create(&mut schema, with_blobs("#sql-new", &["b", "c"]));
+        let old_b = parts_of(&old, "b").expect("old b's parts").id;
+        let mut swap = copy.base().clone();
+        swap.name = "t2".into();
+        swap.replaces = old.base().id;
+        let plan = plan_alter(&schema, copy.base().id, &swap.to_bytes()).expect("the swap");
+        let swapped = plan.group.expect("altered");
+        let replaces = |g: &TableGroup, c: &str| parts_of(g, c).expect("parts").replaces;
+        assert_eq!(replaces(&swapped, "b"), old_b, "b's parts follow b's");
+        assert_eq!(
+            replaces(&swapped, "c"),
+            0,
+            "a new column's parts replace nothing"
+        );
+        assert_eq!(
+            parts_of(&swapped, "b").map(|t| t.id),
+            parts_of(&copy, "b").map(|t| t.id),
+            "the parts tables keep their ids"
+        );
+        // A later alter of the copy keeps what its parts replace.
+        schema.install(swapped.clone());
+        let mut later = swapped.base().clone();
+        later.sql_meta = vec![1];
+        let plan = plan_alter(&schema, copy.base().id, &later.to_bytes()).expect("an alter");
+        assert_eq!(replaces(&plan.group.expect("altered"), "b"), old_b);
     }
 }

@@ -1074,7 +1074,16 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let dropped = (op == SchemaOp::DropTable)
             .then(|| self.schema.tables.get(&table_id).map(|t| t.version))
             .flatten();
-        let replaced_before = self.schema.tables.get(&table_id).map_or(0, |t| t.replaces);
+        // What each table of the group replaced before (its parts tables
+        // follow a copy's BLOB/TEXT columns).
+        let replaced_before: Vec<(u32, u32)> = self
+            .schema
+            .groups
+            .get(&table_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.schema.tables.get(id).map(|t| (*id, t.replaces)))
+            .collect();
         let result = self.apply_schema_change(op, table_id, group);
         self.schema.version = schema_version;
         if result.is_ok() {
@@ -1100,9 +1109,25 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 self.backups.table_changed(table_id, what, version);
             }
             if op == SchemaOp::DropTable {
-                self.capture.forget(table_id);
+                for &(id, _) in &replaced_before {
+                    self.capture.forget(id);
+                }
             }
-            self.follow_copy(op, table_id, replaced_before, ctx);
+            if op == SchemaOp::AlterTable {
+                let group: Vec<u32> = self
+                    .schema
+                    .groups
+                    .get(&table_id)
+                    .cloned()
+                    .unwrap_or_default();
+                for id in group {
+                    let before = replaced_before
+                        .iter()
+                        .find(|&&(t, _)| t == id)
+                        .map_or(0, |&(_, r)| r);
+                    self.follow_copy(id, before, ctx);
+                }
+            }
         }
         let (code, message) = match result {
             Ok(()) => (0, String::new()),
@@ -1124,20 +1149,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// A copying ALTER's copy `table_id` that has just taken the name of
     /// the table it replaces (the alter set `TableDef::replaces`; it was
-    /// `replaced_before`): captured from now on if that table is, with a
-    /// `REPLACE` entry first (docs/events.md, "A copying ALTER").
-    fn follow_copy(
-        &mut self,
-        op: SchemaOp,
-        table_id: u32,
-        replaced_before: u32,
-        ctx: &mut Context<'_>,
-    ) {
+    /// `replaced_before`), or one of the copy's BLOB/TEXT parts tables
+    /// (the base first): captured from now on if the replaced table is,
+    /// with a `REPLACE` entry first (docs/events.md, "A copying ALTER").
+    fn follow_copy(&mut self, table_id: u32, replaced_before: u32, ctx: &mut Context<'_>) {
         let Some(table) = self.schema.tables.get(&table_id) else {
             return;
         };
         let replaced = table.replaces;
-        if op != SchemaOp::AlterTable || replaced == 0 || replaced == replaced_before {
+        if replaced == 0 || replaced == replaced_before {
             return;
         }
         if !self.capture.follow(replaced, table_id) {
