@@ -815,7 +815,7 @@ impl Session {
     /// name (not cached: the cache is by name). The change stream decodes
     /// a table renamed since by it.
     pub(crate) fn table_by_id(&self, id: u32) -> Result<Arc<Table>> {
-        Ok(Arc::new(self.fetch(id, &format!("table {id}"))?))
+        Ok(Arc::new(self.fetch(id, &format!("#{id}"))?))
     }
 
     /// Table `table_id` (0: the table named `name`) from the dictionary;

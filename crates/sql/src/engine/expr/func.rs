@@ -111,6 +111,11 @@ pub enum Func {
     /// MariaDB reads one there. Made by lowering, not callable: its
     /// arguments are the value, the members joined by NUL, and 1 for a SET.
     MemberNumber,
+    /// An outer query's ENUM or SET column bound in a correlated
+    /// subquery: its value (the first argument), which a numeric context
+    /// reads as [`Func::MemberNumber`] of the same arguments, as it reads
+    /// the column itself. Made by lowering, not callable.
+    OuterMember,
     /// `@name` in a statement that assigns user variables: args the name
     /// and the value at the statement's start, read at each evaluation
     /// (the statement's assignments first).
@@ -497,7 +502,7 @@ impl Func {
             // A read of a variable its statement creates has the kind of
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
-            F::WarnOnce => arg(0),
+            F::WarnOnce | F::OuterMember => arg(0),
             F::BitBytes => Kind::Str { collation: None },
             // Of a binary string and others, a binary string.
             F::Concat | F::ConcatWs
@@ -1687,7 +1692,7 @@ impl Func {
             F::CharLength => Val::Int(s(0).chars().count() as i64),
             F::Upper => Val::str(s(0).to_uppercase()),
             F::Lower => Val::str(s(0).to_lowercase()),
-            F::Collate(_) => v[0].clone(),
+            F::Collate(_) | F::OuterMember => v[0].clone(),
             F::Substring => {
                 let chars: Vec<char> = s(0).chars().collect();
                 let n = chars.len() as i64;

@@ -735,9 +735,14 @@ impl<'a> Scope<'a> {
                     .iter()
                     .map(|i| self.lower(i))
                     .collect::<SqlResult<Vec<_>>>()?;
+                let numeric = self.is_numeric(&x);
                 let items: Vec<Expr> = items
                     .into_iter()
-                    .map(|i| self.year_constant(&x, i))
+                    .map(|i| match self.year_constant(&x, i) {
+                        // A number against an ENUM or SET: its number.
+                        i if numeric && self.is_member(&i) => self.member_number(i),
+                        i => i,
+                    })
                     .collect();
                 if !items.is_empty() && items.iter().all(|i| self.is_numeric(i)) {
                     x = self.member_number(x);
@@ -1871,8 +1876,10 @@ impl<'a> Scope<'a> {
     /// its bits, as MariaDB reads it there (`e + 1`, `s = 3`, `e IN (1,
     /// 2)`); any other expression as it is.
     fn member_number(&self, e: Expr) -> Expr {
-        let Expr::Col(c) = e else {
-            return e;
+        let c = match e {
+            Expr::Col(c) => c,
+            Expr::Func(Func::OuterMember, args) => return Expr::Func(Func::MemberNumber, args),
+            _ => return e,
         };
         match self.columns.get(c).and_then(|col| col.members.as_ref()) {
             Some(m) => Expr::Func(
@@ -1945,9 +1952,16 @@ impl<'a> Scope<'a> {
         }
     }
 
-    /// Whether `e` is an ENUM or SET column.
+    /// Whether `e` is an ENUM or SET column (an outer query's too).
     fn is_member(&self, e: &Expr) -> bool {
-        matches!(e, Expr::Col(c) if self.columns.get(*c).is_some_and(|col| col.members.is_some()))
+        match e {
+            Expr::Col(c) => self
+                .columns
+                .get(*c)
+                .is_some_and(|col| col.members.is_some()),
+            Expr::Func(Func::OuterMember, _) => true,
+            _ => false,
+        }
     }
 
     /// Whether `e` is of a numeric kind (an integer, decimal or double).
@@ -3306,7 +3320,7 @@ pub fn outer_columns(
 /// its column's collation.
 fn outer_value(c: &ScopeColumn, v: &Val) -> Expr {
     let lit = Expr::Lit(v.clone());
-    match (c.kind, v) {
+    let value = match (c.kind, v) {
         (Kind::Str { collation: None }, Val::Str(_)) => Expr::Cast(Box::new(lit), CastTo::Binary),
         (
             Kind::Str {
@@ -3315,6 +3329,18 @@ fn outer_value(c: &ScopeColumn, v: &Val) -> Expr {
             Val::Str(_),
         ) if to != Collation::Utf8mb4GeneralCi => Expr::Func(Func::Collate(to), vec![lit]),
         _ => lit,
+    };
+    match &c.members {
+        // An ENUM or SET is its number in a numeric context, here too.
+        Some(m) => Expr::Func(
+            Func::OuterMember,
+            vec![
+                value,
+                Expr::Lit(Val::str(&*m.joined)),
+                Expr::Lit(Val::Int(i64::from(m.set))),
+            ],
+        ),
+        None => value,
     }
 }
 
