@@ -114,6 +114,149 @@ pub fn float(value: f32, out: &mut Vec<u8>) {
     scientific_to_mysql(&text, out);
 }
 
+/// Largest decimal point position (digits before the point) written in
+/// fixed notation by [`double_within`] (`DBL_DIG`).
+const WITHIN_FIXED_DECPT_MAX: i32 = 15;
+
+/// A DOUBLE written in at most `width` characters, as MariaDB stores one
+/// into a CHAR or VARCHAR of that length (`Field_str::store(double)`, its
+/// `my_gcvt`): as many significant digits as fit, in fixed notation while
+/// that keeps the most of them, else as `<d>.<ddd>e<exp>`; `80/3` in 8 is
+/// `26.66667`, `1/3` in 5 `0.333`, `123456789.5` in 8 `1.2346e8`. The
+/// second value is true when even that does not fit (MariaDB's error,
+/// 1406 in strict mode). `width` counts the sign.
+pub fn double_within(value: f64, width: usize) -> (String, bool) {
+    if !value.is_finite() || width == 0 {
+        return (String::new(), true);
+    }
+    let negative = value < 0.0;
+    let x = value.abs();
+    let full = i32::try_from(width).unwrap_or(i32::MAX);
+    let width = full - i32::from(negative);
+    let (mut digits, mut decpt) = significant(x, width.max(1));
+    if digits.is_empty() {
+        return ("0".to_owned(), false);
+    }
+    let mut len = digits.len() as i32;
+    let exp_len =
+        1 + i32::from(decpt >= 101 || decpt <= -99) + i32::from(decpt >= 11 || decpt <= -9);
+    // The length of every digit in fixed notation.
+    let fixed_len = if decpt <= 0 {
+        len - decpt + 2
+    } else if decpt < len {
+        len + 1
+    } else {
+        decpt
+    };
+    let have_space = fixed_len <= width;
+    // No digit fits after `0.` while the exponent form does.
+    let force_e = decpt <= 0 && width <= 2 - decpt && width >= 3 + exp_len;
+    let fixed_keeps_most = decpt <= width && decpt >= -2 && !force_e;
+    let exponent_in_range =
+        decpt > -WITHIN_FIXED_DECPT_MAX && (decpt <= WITHIN_FIXED_DECPT_MAX || len > decpt);
+    let mut error = false;
+    let mut out = String::with_capacity(width as usize + 1);
+    if negative {
+        out.push('-');
+    }
+    if (have_space || fixed_keeps_most) && (!have_space || exponent_in_range) {
+        let mut room = width - (i32::from(decpt < len) + if decpt <= 0 { 1 - decpt } else { 0 });
+        if room < len {
+            if room < decpt {
+                error = true;
+                room = decpt;
+            }
+            (digits, decpt) = decimals(x, room - decpt);
+            len = digits.len() as i32;
+        }
+        if digits.is_empty() {
+            return ("0".to_owned(), error);
+        }
+        if decpt <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-decpt) as usize));
+            out.push_str(&digits);
+        } else if decpt < len {
+            out.push_str(&digits[..decpt as usize]);
+            out.push('.');
+            out.push_str(&digits[decpt as usize..]);
+        } else {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', (decpt - len) as usize));
+        }
+    } else {
+        let mut room = width - (1 + exp_len);
+        if decpt - 1 < 0 {
+            room -= 1;
+        }
+        if len > 1 {
+            room -= 1;
+        }
+        if room <= 0 {
+            error = true;
+            room = 1;
+        }
+        if room < len {
+            (digits, decpt) = significant(x, room);
+        }
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push_str(&(decpt - 1).to_string());
+    }
+    if out.len() > full as usize {
+        out.truncate(full as usize);
+        error = true;
+    }
+    (out, error)
+}
+
+/// The significant digits of `x` (positive, finite), without trailing
+/// zeros, and the position of the decimal point after the first of them
+/// (`0.05`: "5", -1): the shortest that read back to `x`, or `x` rounded to
+/// `most` digits when those are more (dtoa's mode 4).
+fn significant(x: f64, most: i32) -> (String, i32) {
+    let shortest = format!("{x:e}");
+    let (digits, decpt) = split_scientific(&shortest);
+    if digits.len() as i32 <= most {
+        return (digits, decpt);
+    }
+    let precision = usize::try_from(most.max(1) - 1).unwrap_or(0);
+    split_scientific(&format!("{x:.precision$e}"))
+}
+
+/// `x` (positive, finite) rounded to `after` decimals (dtoa's mode 5), as
+/// [`significant`] gives digits; no digits when it rounds to zero.
+fn decimals(x: f64, after: i32) -> (String, i32) {
+    let after = usize::try_from(after).unwrap_or(0);
+    let text = format!("{x:.after$}");
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let all: String = whole.chars().chain(fraction.chars()).collect();
+    let leading = all.len() - all.trim_start_matches('0').len();
+    let digits = all[leading..].trim_end_matches('0').to_owned();
+    let decpt = whole.len() as i32 - leading as i32;
+    if digits.is_empty() {
+        return (digits, 0);
+    }
+    (digits, decpt)
+}
+
+/// Rust's `d[.ddd]e[-]x` as digits without trailing zeros and the point's
+/// position.
+fn split_scientific(text: &str) -> (String, i32) {
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((text, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let digits = digits.trim_end_matches('0');
+    if digits.is_empty() {
+        return (String::new(), 0);
+    }
+    (digits.to_owned(), exponent + 1)
+}
+
 fn non_finite(value: f64, out: &mut Vec<u8>) {
     // MySQL has no such values; they can only come from a bug upstream.
     let text: &[u8] = if value.is_nan() {
@@ -209,6 +352,63 @@ fn push_clock(out: &mut Vec<u8>, hours: u32, time: &Time, decimals: u8) {
 mod tests {
     use super::*;
     use crate::value::charset;
+
+    /// Recorded from MariaDB 10.11: each value inserted into a VARCHAR of
+    /// 3, 4, 5, 6, 8, 10 and 12 characters in strict mode; ERR is 1406.
+    #[test]
+    fn a_double_is_written_within_a_width_as_mariadb_stores_it() {
+        const WIDTHS: [usize; 7] = [3, 4, 5, 6, 8, 10, 12];
+        let cases: [(f64, &str); 14] = [
+            (
+                80.0 / 3.0,
+                "27 26.7 26.67 26.667 26.66667 26.6666667 26.666666667",
+            ),
+            (
+                1.0 / 3.0,
+                "0.3 0.33 0.333 0.3333 0.333333 0.33333333 0.3333333333",
+            ),
+            (
+                -1.0 / 3.0,
+                "0 -0.3 -0.33 -0.333 -0.33333 -0.3333333 -0.333333333",
+            ),
+            (
+                123456789.5,
+                "ERR 1e8 1.2e8 1.23e8 1.2346e8 123456790 123456789.5",
+            ),
+            (1e30, "ERR 1e30 1e30 1e30 1e30 1e30 1e30"),
+            (-2.5e-10, "ERR ERR ERR ERR -2.5e-10 -2.5e-10 -2.5e-10"),
+            (
+                0.000123456,
+                "ERR ERR 1e-4 1.2e-4 1.235e-4 1.23456e-4 0.000123456",
+            ),
+            (9.9999999, "10 10 10 10 10 9.9999999 9.9999999"),
+            (99999.99, "1e5 1e5 1e5 100000 99999.99 99999.99 99999.99"),
+            (
+                1234.5678,
+                "ERR 1235 1235 1234.6 1234.568 1234.5678 1234.5678",
+            ),
+            (
+                -98765.4321,
+                "ERR ERR -1e5 -98765 -98765.4 -98765.432 -98765.4321",
+            ),
+            (1.5e-5, "ERR ERR 2e-5 1.5e-5 0.000015 0.000015 0.000015"),
+            (
+                6.02214076e23,
+                "ERR ERR 6e23 6e23 6.022e23 6.02214e23 6.0221408e23",
+            ),
+            (0.05, "0.1 0.05 0.05 0.05 0.05 0.05 0.05"),
+        ];
+        for (value, row) in cases {
+            for (width, want) in WIDTHS.iter().zip(row.split(' ')) {
+                let (text, error) = double_within(value, *width);
+                if want == "ERR" {
+                    assert!(error, "{value} in {width}: {text:?} should not fit");
+                } else {
+                    assert_eq!((text.as_str(), error), (want, false), "{value} in {width}");
+                }
+            }
+        }
+    }
 
     fn d(value: f64) -> String {
         let mut out = Vec::new();

@@ -435,7 +435,17 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => {
             let mut text = v.to_text();
             if text.chars().count() > usize::from(*max) {
-                return fail(Misfit::TooLong);
+                // A DOUBLE is written in the column's length, its digits
+                // rounded, as MariaDB stores one (`80/3` into a
+                // VARCHAR(8) is '26.66667'); too long only if even that
+                // does not fit.
+                let Val::Double(x) = v else {
+                    return fail(Misfit::TooLong);
+                };
+                match crate::protocol::text::double_within(*x, usize::from(*max)) {
+                    (within, false) => text = within,
+                    (_, true) => return fail(Misfit::TooLong),
+                }
             }
             // A CHAR holds no trailing spaces (MySQL pads it and strips
             // them when read): stored without them, an UPDATE that only
