@@ -74,7 +74,6 @@ pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {
                 .collect();
             Val::str(names.join(","))
         }
-        (Value::UInt(y), SqlType::Year) => Val::Int(*y as i64),
         (Value::Int(i), _) => Val::Int(*i),
         (Value::UInt(u), _) => Val::UInt(*u),
         (Value::Float(f), _) => Val::Double(f64::from(*f)),
