@@ -109,7 +109,13 @@ fn insert(
     let mut evaluated: Vec<Vec<(u16, String)>> = Vec::new();
     if !ins.assignments.is_empty() {
         let values: Vec<&ast::Expr> = ins.assignments.iter().map(|a| &a.value).collect();
-        rows.push(eval_row(conn, &values, placeholders, &mut ctx)?);
+        rows.push(eval_row(
+            conn,
+            (&table, &targets),
+            &values,
+            placeholders,
+            &mut ctx,
+        )?);
         evaluated.push(abort_on_warning(
             ctx.strict,
             std::mem::take(&mut ctx.warnings),
@@ -125,7 +131,13 @@ fn insert(
                             format!("Column count doesn't match value count at row {}", n + 1),
                         ));
                     }
-                    rows.push(eval_row(conn, &exprs, placeholders, &mut ctx)?);
+                    rows.push(eval_row(
+                        conn,
+                        (&table, &targets),
+                        &exprs,
+                        placeholders,
+                        &mut ctx,
+                    )?);
                     evaluated.push(abort_on_warning(
                         ctx.strict,
                         std::mem::take(&mut ctx.warnings),
@@ -179,7 +191,8 @@ fn insert(
                         if is_default_word(&a.value) {
                             return Ok((c, default_assigned(scope, &table, c, &environment)?));
                         }
-                        Ok((c, scope.lower(&a.value)?))
+                        let ty = table.columns.get(c).map(|column| &column.ty);
+                        Ok((c, for_column(ty, &a.value, scope.lower(&a.value)?)))
                     })
                     .collect::<SqlResult<Vec<_>>>()
             })?
@@ -624,19 +637,25 @@ fn last_ident(n: &ast::ObjectName) -> String {
         .unwrap_or_default()
 }
 
+/// `exprs` evaluated, each for the column of `table` at the same place
+/// of `targets`.
 fn eval_row(
     conn: &Conn<'_>,
+    (table, targets): (&TableInfo, &[usize]),
     exprs: &[&ast::Expr],
     placeholders: &[Location],
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<Given>> {
     let mut out = Vec::with_capacity(exprs.len());
-    for e in exprs {
+    for (at, e) in exprs.iter().enumerate() {
         if is_default_word(e) {
             out.push(Given::Default);
             continue;
         }
         let mut lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+        if let Some(column) = targets.get(at).and_then(|&c| table.columns.get(c)) {
+            lowered = for_column(Some(&column.ty), e, lowered);
+        }
         if matches!(lowered, Expr::Cast(_, CastTo::FixedDouble(_))) {
             // MariaDB names a value's note by its text, as a select item.
             let name = crate::engine::expr::item_name(e, &super::statement_text(conn));
@@ -645,6 +664,17 @@ fn eval_row(
         out.push(Given::Value(lowered.eval(&[], ctx)?));
     }
     Ok(out)
+}
+
+/// `value`, lowered from `written`, to be stored in a column of type
+/// `ty`: a bit-value or 0x literal is its number in a numeric column, as
+/// MariaDB stores it (`SET flags = 0x05` is 5, not the byte 0x05).
+fn for_column(ty: Option<&super::SqlType>, written: &ast::Expr, value: Expr) -> Expr {
+    if ty.is_some_and(|ty| ty.is_number() || matches!(ty, super::SqlType::Year)) {
+        crate::engine::expr::as_number_literal(written, value)
+    } else {
+        value
+    }
 }
 
 /// The text of a duplicate key for 1062: the key's values joined by '-',
@@ -2254,7 +2284,8 @@ fn update(
                 if is_default_word(&a.value) {
                     return Ok((c, default_assigned(scope, &table, c, &environment)?));
                 }
-                Ok((c, scope.lower(&a.value)?))
+                let ty = table.columns.get(c).map(|column| &column.ty);
+                Ok((c, for_column(ty, &a.value, scope.lower(&a.value)?)))
             })
             .collect::<SqlResult<Vec<_>>>()
     })?;

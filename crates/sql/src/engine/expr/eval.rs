@@ -851,6 +851,14 @@ fn truth_val(b: Option<bool>) -> Val {
 /// Arithmetic with MySQL's result types.
 pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     if x.is_null() || y.is_null() {
+        // A string operand makes it double arithmetic, which MariaDB does
+        // after it has read both operands: text that is no number warns
+        // (1292) beside a NULL too, and fails a strict write.
+        for v in [&x, &y] {
+            if matches!(v, Val::Str(_)) {
+                ctx.num_f64(v);
+            }
+        }
         return Ok(Val::Null);
     }
     let sym = match op {

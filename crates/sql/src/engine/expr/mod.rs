@@ -675,6 +675,9 @@ impl<'a> Scope<'a> {
                 Expr::Cast(Box::new(Expr::Lit(Val::str(text))), to)
             }
             E::UnaryOp { op, expr } => match op {
+                ast::UnaryOperator::Minus if is_number_literal(expr) => {
+                    Expr::Neg(Box::new(bit_literal_number(self.lower(expr)?)))
+                }
                 ast::UnaryOperator::Minus => match self.lower(expr)? {
                     Expr::Lit(Val::Int(v)) => Expr::Lit(Val::Int(-v)),
                     Expr::Lit(Val::UInt(v)) if v == 1u64 << 63 => Expr::Lit(Val::Int(i64::MIN)),
@@ -684,7 +687,10 @@ impl<'a> Scope<'a> {
                 },
                 ast::UnaryOperator::Plus => self.lower(expr)?,
                 ast::UnaryOperator::BitwiseNot => {
-                    let x = self.lower(expr)?;
+                    let mut x = self.lower(expr)?;
+                    if is_number_literal(expr) {
+                        x = bit_literal_number(x);
+                    }
                     Expr::Func(Func::BitNot, vec![self.member_number(x)])
                 }
                 ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
@@ -731,10 +737,22 @@ impl<'a> Scope<'a> {
                     return self.row_in(row, list, *negated);
                 }
                 let mut x = self.lower(expr)?;
-                let items = list
+                let mut items = list
                     .iter()
                     .map(|i| self.lower(i))
                     .collect::<SqlResult<Vec<_>>>()?;
+                // A bit-value or 0x literal against numbers is its number.
+                if is_number_literal(expr) && items.iter().any(|i| self.is_numeric(i)) {
+                    x = bit_literal_number(x);
+                }
+                if self.is_numeric(&x) {
+                    for (item, written) in items.iter_mut().zip(list) {
+                        if is_number_literal(written) {
+                            *item =
+                                bit_literal_number(std::mem::replace(item, Expr::Lit(Val::Null)));
+                        }
+                    }
+                }
                 let numeric = self.is_numeric(&x);
                 let items: Vec<Expr> = items
                     .into_iter()
@@ -1304,10 +1322,34 @@ impl<'a> Scope<'a> {
             op,
             B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
         ) {
-            if is_bit_literal(right) && self.is_numeric(&l) {
+            if is_number_literal(right) && self.is_numeric(&l) {
                 r = bit_literal_number(r);
-            } else if is_bit_literal(left) && self.is_numeric(&r) {
+            } else if is_number_literal(left) && self.is_numeric(&r) {
                 l = bit_literal_number(l);
+            }
+        }
+        // In arithmetic and bit operations a bit-value or 0x literal is its
+        // number (`0x41 + 1` is 66, `flags & 0x04` tests a bit).
+        if matches!(
+            op,
+            B::Plus
+                | B::Minus
+                | B::Multiply
+                | B::Divide
+                | B::MyIntegerDivide
+                | B::Modulo
+                | B::BitwiseOr
+                | B::BitwiseAnd
+                | B::BitwiseXor
+                | B::PGBitwiseXor
+                | B::PGBitwiseShiftLeft
+                | B::PGBitwiseShiftRight
+        ) {
+            if is_number_literal(left) {
+                l = bit_literal_number(l);
+            }
+            if is_number_literal(right) {
+                r = bit_literal_number(r);
             }
         }
         if matches!(
@@ -2797,6 +2839,38 @@ fn is_bit_literal(e: &ast::Expr) -> bool {
                 if s.bytes().all(|b| b == b'0' || b == b'1')
         )
     )
+}
+
+/// A literal MariaDB reads as a number in a numeric context: a bit-value
+/// literal (`b'101'`), or a hexadecimal one written `0x41` (a hybrid: a
+/// string elsewhere). `X'41'` stays a string; `sqlparser` reads both
+/// hexadecimal forms as the same value, so its span tells them apart
+/// (`0x` and the digits, against `X'`, the digits and `'`).
+fn is_number_literal(e: &ast::Expr) -> bool {
+    if is_bit_literal(e) {
+        return true;
+    }
+    let ast::Expr::Value(v) = e else {
+        return false;
+    };
+    let ast::Value::HexStringLiteral(digits) = &v.value else {
+        return false;
+    };
+    let (start, end) = (v.span.start, v.span.end);
+    start.line == end.line
+        && start.line > 0
+        && end.column.checked_sub(start.column) == Some(digits.len() as u64 + 2)
+}
+
+/// `value`, lowered from `written`, as its number when `written` is a
+/// literal MariaDB reads as one in a numeric context
+/// ([`is_number_literal`]): what a numeric column stores of it.
+pub(crate) fn as_number_literal(written: &ast::Expr, value: Expr) -> Expr {
+    if is_number_literal(written) {
+        bit_literal_number(value)
+    } else {
+        value
+    }
 }
 
 /// A lowered bit-value literal as its number (its bytes, big-endian).
