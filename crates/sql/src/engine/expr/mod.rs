@@ -797,7 +797,15 @@ impl<'a> Scope<'a> {
                 high,
             } => {
                 let mut x = self.lower(expr)?;
-                let (lo, hi) = (self.lower(low)?, self.lower(high)?);
+                let (mut lo, mut hi) = (self.lower(low)?, self.lower(high)?);
+                // A bit-value or 0x literal among numbers is its number.
+                if self.is_numeric(&lo) && self.is_numeric(&hi) {
+                    x = as_number_literal(expr, x);
+                }
+                if self.is_numeric(&x) {
+                    lo = as_number_literal(low, lo);
+                    hi = as_number_literal(high, hi);
+                }
                 let (lo, hi) = (self.year_constant(&x, lo), self.year_constant(&x, hi));
                 if self.is_numeric(&lo) && self.is_numeric(&hi) {
                     x = self.member_number(x);
@@ -877,6 +885,14 @@ impl<'a> Scope<'a> {
                 }
                 to => {
                     let e = self.lower(expr)?;
+                    let e = match to {
+                        CastTo::Signed
+                        | CastTo::Unsigned
+                        | CastTo::Decimal(..)
+                        | CastTo::Double
+                        | CastTo::FixedDouble(_) => as_number_literal(expr, e),
+                        _ => e,
+                    };
                     Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
                 }
             },
@@ -949,8 +965,26 @@ impl<'a> Scope<'a> {
                 let x = self.lower(expr)?;
                 Expr::Func(Func::Floor, vec![self.member_number(x)])
             }
-            E::Function(f) => {
-                let mut e = self.function(f)?;
+            E::Function(written) => {
+                let mut e = self.function(written)?;
+                // Each argument as written, where it is a plain one.
+                let written: Vec<Option<&ast::Expr>> = match &written.args {
+                    ast::FunctionArguments::List(list) => list
+                        .args
+                        .iter()
+                        .map(|a| match a {
+                            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                // The numeric functions and GREATEST/LEAST keep their
+                // arguments in the order written.
+                let number = |at: usize, a: Expr| match written.get(at).copied().flatten() {
+                    Some(w) => as_number_literal(w, a),
+                    None => a,
+                };
                 if let Expr::Func(f, args) = &mut e {
                     // The arguments a numeric function reads as numbers: an
                     // ENUM's index, a SET's bits (MariaDB's `val_int`).
@@ -985,8 +1019,9 @@ impl<'a> Scope<'a> {
                     if matches!(f, Func::Greatest | Func::Least)
                         && args.iter().any(|a| self.is_numeric(a))
                     {
-                        for a in args.iter_mut() {
-                            *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
+                        for (at, a) in args.iter_mut().enumerate() {
+                            let x = number(at, std::mem::replace(a, Expr::Lit(Val::Null)));
+                            *a = self.member_number(x);
                         }
                         let kinds: Vec<Kind> = args.iter().map(|a| self.kind(a)).collect();
                         let string = kinds.iter().any(|k| matches!(k, Kind::Str { .. }));
@@ -997,8 +1032,9 @@ impl<'a> Scope<'a> {
                             }
                         }
                     } else {
-                        for a in args.iter_mut().take(numbers) {
-                            *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
+                        for (at, a) in args.iter_mut().take(numbers).enumerate() {
+                            let x = number(at, std::mem::replace(a, Expr::Lit(Val::Null)));
+                            *a = self.member_number(x);
                         }
                     }
                     let alternatives: Vec<&mut Expr> = match f {
