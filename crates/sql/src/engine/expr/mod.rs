@@ -1364,30 +1364,6 @@ impl<'a> Scope<'a> {
                 l = bit_literal_number(l);
             }
         }
-        // In arithmetic and bit operations a bit-value or 0x literal is its
-        // number (`0x41 + 1` is 66, `flags & 0x04` tests a bit).
-        if matches!(
-            op,
-            B::Plus
-                | B::Minus
-                | B::Multiply
-                | B::Divide
-                | B::MyIntegerDivide
-                | B::Modulo
-                | B::BitwiseOr
-                | B::BitwiseAnd
-                | B::BitwiseXor
-                | B::PGBitwiseXor
-                | B::PGBitwiseShiftLeft
-                | B::PGBitwiseShiftRight
-        ) {
-            if is_number_literal(left) {
-                l = bit_literal_number(l);
-            }
-            if is_number_literal(right) {
-                r = bit_literal_number(r);
-            }
-        }
         if matches!(
             op,
             B::Plus | B::Minus | B::Multiply | B::Divide | B::MyIntegerDivide | B::Modulo
@@ -1409,7 +1385,10 @@ impl<'a> Scope<'a> {
                 | B::PGBitwiseShiftLeft
                 | B::PGBitwiseShiftRight
         ) {
-            (l, r) = (self.member_number(l), self.member_number(r));
+            // A bit-value or 0x literal is its number (`0x41 + 1` is 66,
+            // `flags & 0x04` tests a bit), an ENUM or SET its index or bits.
+            l = self.member_number(as_number_literal(left, l));
+            r = self.member_number(as_number_literal(right, r));
         }
         if matches!(
             op,
