@@ -694,7 +694,8 @@ impl<'a> Scope<'a> {
                     Expr::Func(Func::BitNot, vec![self.member_number(x)])
                 }
                 ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
-                    Expr::Not(self.boxed(expr)?)
+                    // A truth value: a bit-value or 0x literal's number.
+                    Expr::Not(Box::new(as_number_literal(expr, self.lower(expr)?)))
                 }
                 other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
             },
@@ -1037,6 +1038,10 @@ impl<'a> Scope<'a> {
                             *a = self.member_number(x);
                         }
                     }
+                    if let (Func::If, Some(condition)) = (&f, args.first_mut()) {
+                        // A truth value: a bit-value or 0x literal's number.
+                        *condition = number(0, std::mem::replace(condition, Expr::Lit(Val::Null)));
+                    }
                     let alternatives: Vec<&mut Expr> = match f {
                         Func::Coalesce | Func::IfNull | Func::Greatest | Func::Least => {
                             args.iter_mut().collect()
@@ -1369,6 +1374,10 @@ impl<'a> Scope<'a> {
             B::Plus | B::Minus | B::Multiply | B::Divide | B::MyIntegerDivide | B::Modulo
         ) {
             (l, r) = (self.temporal_number(l), self.temporal_number(r));
+        }
+        if matches!(op, B::And | B::Or | B::Xor) {
+            // Truth values: a bit-value or 0x literal's number.
+            (l, r) = (as_number_literal(left, l), as_number_literal(right, r));
         }
         if matches!(
             op,
