@@ -11,13 +11,11 @@
 //! overtaking the survivors' entry), which is why this stand-in exists.
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mgmd::MgmServer;
 use signal::{
     encode_frame, sub_change, BlockNumber, BlockRef, DictTableGroup, NodeBitmask, NodeId, Signal,
     SignalBody, VERSION,
@@ -26,7 +24,7 @@ use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{ChangeKind, Cluster, ClusterOptions, Event, SubscribeOptions, Value};
 
 mod standin;
-use standin::{read_frame, start_mgmd};
+use standin::{read_frame, start_standin, Standin};
 
 const DATA_NODE: u8 = 2;
 /// The subscribed table's id, and its copy's.
@@ -159,47 +157,17 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
 }
 
 struct Setup {
-    _server: MgmServer,
-    connect: String,
+    standin: Standin,
     shared: Arc<Shared>,
-    dir: PathBuf,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 fn setup() -> Setup {
-    let dir = std::env::temp_dir().join(format!("skarv-client-resolve-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
     let shared = Arc::new(Shared::default());
-    let accept = Arc::clone(&shared);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let shared = Arc::clone(&accept);
-            std::thread::spawn(move || serve(stream, shared));
-        }
+    let serving = Arc::clone(&shared);
+    let standin = start_standin("resolve", DATA_NODE, &[10, 11], move |stream| {
+        serve(stream, Arc::clone(&serving))
     });
-    let config = format!(
-        "[ndbd default]\nNoOfReplicas=1\nDataMemory=64M\n\n[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nDataDir={d}\n\n\
-         [ndbd]\nNodeId={DATA_NODE}\nHostName=127.0.0.1\nServerPort={port}\nDataDir={d}/2\n\n\
-         [api]\nNodeId=10\n[api]\nNodeId=11\n",
-        d = dir.display()
-    );
-    let server = start_mgmd(&dir, &config);
-    let connect = server.local_addr().to_string();
-    Setup {
-        _server: server,
-        connect,
-        shared,
-        dir,
-    }
+    Setup { standin, shared }
 }
 
 #[test]
@@ -210,7 +178,7 @@ fn a_copys_change_before_its_replace_entry_is_found_by_the_tables_name() {
         request_timeout: Duration::from_secs(10),
         ..ClusterOptions::default()
     };
-    let cluster = Cluster::connect_with(&setup.connect, options).expect("connect");
+    let cluster = Cluster::connect_with(&setup.standin.connect, options).expect("connect");
     let session = cluster.session().expect("session");
     let mut sub = session
         .subscribe(&["t"], SubscribeOptions::default())

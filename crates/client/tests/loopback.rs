@@ -8,13 +8,11 @@
 //! upper bound on the heap allocations of an asynchronous transaction.
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use mgmd::MgmServer;
 use proto::{OpBatchReader, OpKind, ResultWriter};
 use signal::{
     encode_frame, tc_flags, BlockNumber, BlockRef, DictTableGroup, NodeBitmask, NodeId, Signal,
@@ -27,7 +25,7 @@ use skarv_client::{
 use testkit::allocations;
 
 mod standin;
-use standin::{read_frame, start_mgmd};
+use standin::{read_frame, start_standin, Standin};
 
 const DATA_NODE: u8 = 2;
 
@@ -211,46 +209,21 @@ fn serve(mut stream: TcpStream, seen: Arc<Seen>, delay: Duration) {
 }
 
 struct Setup {
-    _server: MgmServer,
+    _standin: Standin,
     connect: String,
     seen: Arc<Seen>,
-    dir: PathBuf,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 fn setup(name: &str, delay: Duration) -> Setup {
-    let dir = std::env::temp_dir().join(format!("skarv-client-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
     let seen = Arc::new(Seen::default());
-    let accept_seen = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let seen = Arc::clone(&accept_seen);
-            std::thread::spawn(move || serve(stream, seen, delay));
-        }
+    let serving = Arc::clone(&seen);
+    let standin = start_standin(name, DATA_NODE, &[10, 11, 12], move |stream| {
+        serve(stream, Arc::clone(&serving), delay)
     });
-    let config = format!(
-        "[ndbd default]\nNoOfReplicas=1\nDataMemory=64M\n\n[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nDataDir={d}\n\n\
-         [ndbd]\nNodeId={DATA_NODE}\nHostName=127.0.0.1\nServerPort={port}\nDataDir={d}/2\n\n\
-         [api]\nNodeId=10\n[api]\nNodeId=11\n[api]\nNodeId=12\n",
-        d = dir.display()
-    );
-    let server = start_mgmd(&dir, &config);
-    let connect = server.local_addr().to_string();
     Setup {
-        _server: server,
-        connect,
+        connect: standin.connect.clone(),
+        _standin: standin,
         seen,
-        dir,
     }
 }
 

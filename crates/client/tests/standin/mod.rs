@@ -1,9 +1,11 @@
 //! What the client tests' data node stand-ins share: reading the
 //! client's frames, and a real management server with their config.
+#![allow(dead_code)] // each test file uses its own part
 
 use std::io::Read;
-use std::net::TcpStream;
-use std::path::Path;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use mgmd::{MgmServer, ServerOptions};
 use signal::{decode_frame, Signal};
@@ -38,5 +40,61 @@ pub fn read_frame(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<Si
             return None;
         }
         buffer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// One data node stand-in on loopback and a real management server whose
+/// config names it; the scratch directory goes with it.
+pub struct Standin {
+    _server: MgmServer,
+    /// The management server's address, to connect a cluster to.
+    pub connect: String,
+    dir: PathBuf,
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts a stand-in for data node `data_node` (one replica), each
+/// connection to it served by `serve` on a thread of its own, and a
+/// management server with API slots `api_nodes`; `name` names the
+/// scratch directory.
+pub fn start_standin(
+    name: &str,
+    data_node: u8,
+    api_nodes: &[u8],
+    serve: impl Fn(TcpStream) + Send + Sync + 'static,
+) -> Standin {
+    let dir = std::env::temp_dir().join(format!("skarv-client-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let serve = Arc::new(serve);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let serve = Arc::clone(&serve);
+            std::thread::spawn(move || serve(stream));
+        }
+    });
+    let apis: String = api_nodes
+        .iter()
+        .map(|id| format!("[api]\nNodeId={id}\n"))
+        .collect();
+    let config = format!(
+        "[ndbd default]\nNoOfReplicas=1\nDataMemory=64M\n\n[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nDataDir={d}\n\n\
+         [ndbd]\nNodeId={data_node}\nHostName=127.0.0.1\nServerPort={port}\nDataDir={d}/2\n\n{apis}",
+        d = dir.display()
+    );
+    let server = start_mgmd(&dir, &config);
+    let connect = server.local_addr().to_string();
+    Standin {
+        _server: server,
+        connect,
+        dir,
     }
 }
