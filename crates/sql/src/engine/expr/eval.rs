@@ -557,8 +557,13 @@ impl Expr {
                 let x = a.eval(row, ctx)?;
                 // A NULL left operand is the answer: the right one is not
                 // evaluated, as MariaDB's (its out-of-range error, say,
-                // does not happen: `NULL + (u + 1)`).
+                // does not happen: `NULL + (u + 1)`), but for text read as
+                // a double (lowered as such a cast), which MariaDB's double
+                // arithmetic reads, and warns of, all the same.
                 if x.is_null() {
+                    if matches!(&**b, Expr::Cast(_, CastTo::Double)) {
+                        b.eval(row, ctx)?;
+                    }
                     return Ok(Val::Null);
                 }
                 let y = b.eval(row, ctx)?;

@@ -1399,6 +1399,14 @@ impl<'a> Scope<'a> {
             l = self.member_number(as_number_literal(left, l));
             r = self.member_number(as_number_literal(right, r));
         }
+        if matches!(op, B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo)
+            && matches!(self.kind(&r), Kind::Str { .. })
+        {
+            // Double arithmetic, which MariaDB does after it has read both
+            // operands: the text is read (and warned of) beside a NULL
+            // left operand too (`Expr::Arith`'s evaluation).
+            r = Expr::Cast(Box::new(r), CastTo::Double);
+        }
         if matches!(
             op,
             B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
