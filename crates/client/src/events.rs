@@ -1549,7 +1549,8 @@ impl Subscription {
     /// A `REPLACE` entry: a copying ALTER's copy took the name of a
     /// subscribed table (or a copy's parts table that of a subscribed
     /// parts table); it is subscribed from now on, decoded by the
-    /// definition the entry carries, with the subscription's projection. Every data node sends the entry before any change of
+    /// definition the entry carries, with the subscription's projection.
+    /// Every data node sends the entry before any change of
     /// the copy, so none comes before the copy is known here.
     fn follow(&mut self, entry: &sub_change::Entry<'_>) {
         let copy = entry.table;
@@ -1655,8 +1656,7 @@ impl Subscription {
 
     /// Fetches table `id`'s definition again, by id (it may have been
     /// renamed since): a change of a newer version came before its alter's
-    /// entry, or the entry added a BLOB/TEXT column. A parts table comes
-    /// with its base table's group.
+    /// entry. A parts table comes with its base table's group.
     fn refresh(&mut self, id: u32) {
         let Some(current) = self.tables.get(&id) else {
             return;

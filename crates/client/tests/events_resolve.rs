@@ -17,14 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use signal::{
-    encode_frame, sub_change, BlockNumber, BlockRef, DictTableGroup, NodeBitmask, NodeId, Signal,
-    SignalBody, VERSION,
+    encode_frame, sub_change, BlockNumber, BlockRef, DictTableGroup, NodeId, Signal, SignalBody,
 };
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{ChangeKind, Cluster, ClusterOptions, Event, SubscribeOptions, Value};
 
 mod standin;
-use standin::{read_frame, start_standin, Standin};
+use standin::{greet, read_frame, registered, start_standin, Standin};
 
 const DATA_NODE: u8 = 2;
 /// The subscribed table's id, and its copy's.
@@ -68,13 +67,7 @@ struct Shared {
 
 fn answer(signal: &Signal, shared: &Shared) -> Option<SignalBody> {
     match &signal.body {
-        SignalBody::ApiRegReq { .. } => Some(SignalBody::ApiRegConf {
-            version: VERSION,
-            started: true,
-            view_id: 1,
-            members: NodeBitmask::new(),
-            heartbeat_interval_ms: 600_000,
-        }),
+        SignalBody::ApiRegReq { .. } => Some(registered()),
         SignalBody::DictGetTableReq {
             request_id,
             table_id,
@@ -120,27 +113,10 @@ fn send(stream: &mut TcpStream, signal: Signal) {
 
 fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     let mut buffer = Vec::new();
-    let Some(hello) = read_frame(&mut stream, &mut buffer) else {
+    if greet(&mut stream, &mut buffer, me()).is_none() {
         return;
-    };
-    let SignalBody::TransportHello { from, .. } = hello[0].body else {
-        panic!("hello first")
-    };
+    }
     *shared.stream.lock().unwrap() = Some(stream.try_clone().expect("clone"));
-    let hello = SignalBody::TransportHello {
-        from: me(),
-        to: from,
-        version: VERSION,
-    };
-    let mut writer = stream.try_clone().expect("clone");
-    send(
-        &mut writer,
-        Signal {
-            receiver: BlockRef::new(from, BlockNumber::PROCESS, 0),
-            sender: BlockRef::new(me(), BlockNumber::PROCESS, 0),
-            body: hello,
-        },
-    );
     while let Some(signals) = read_frame(&mut stream, &mut buffer) {
         for signal in signals {
             if let Some(body) = answer(&signal, &shared) {

@@ -14,10 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use proto::{OpBatchReader, OpKind, ResultWriter};
-use signal::{
-    encode_frame, tc_flags, BlockNumber, BlockRef, DictTableGroup, NodeBitmask, NodeId, Signal,
-    SignalBody, VERSION,
-};
+use signal::{encode_frame, tc_flags, BlockRef, DictTableGroup, NodeId, Signal, SignalBody};
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{
     codes, Cluster, ClusterOptions, Epoch, ExecMode, LockMode, Op, SpinMethod, Value,
@@ -25,7 +22,7 @@ use skarv_client::{
 use testkit::allocations;
 
 mod standin;
-use standin::{read_frame, start_standin, Standin};
+use standin::{greet, read_frame, registered, start_standin, Standin};
 
 const DATA_NODE: u8 = 2;
 
@@ -84,22 +81,9 @@ fn table_def() -> TableDef {
     def
 }
 
-/// The heartbeat interval the stand-in data node gives its API nodes, in
-/// ms: longer than any test here.
-const LOOPBACK_HEARTBEAT_MS: u32 = 600_000;
-
 fn answer(signal: &Signal, seen: &Seen) -> Option<SignalBody> {
     match &signal.body {
-        SignalBody::ApiRegReq { .. } => Some(SignalBody::ApiRegConf {
-            version: VERSION,
-            started: true,
-            view_id: 1,
-            members: NodeBitmask::new(),
-            // No heartbeat within a test: the tests count the writes a
-            // connection makes, and a heartbeat would be one more (on a
-            // loaded machine a 100 ms interval fell inside a count).
-            heartbeat_interval_ms: LOOPBACK_HEARTBEAT_MS,
-        }),
+        SignalBody::ApiRegReq { .. } => Some(registered()),
         SignalBody::DictGetTableReq {
             request_id, name, ..
         } => Some(if name == "kv" {
@@ -158,25 +142,11 @@ fn answer(signal: &Signal, seen: &Seen) -> Option<SignalBody> {
 
 fn serve(mut stream: TcpStream, seen: Arc<Seen>, delay: Duration) {
     let mut buffer = Vec::new();
-    let Some(hello) = read_frame(&mut stream, &mut buffer) else {
-        return;
-    };
-    let SignalBody::TransportHello { from, .. } = hello[0].body else {
-        panic!("hello first")
-    };
     let me = NodeId::new(DATA_NODE).expect("id");
-    let reply = Signal {
-        receiver: BlockRef::new(from, BlockNumber::PROCESS, 0),
-        sender: BlockRef::new(me, BlockNumber::PROCESS, 0),
-        body: SignalBody::TransportHello {
-            from: me,
-            to: from,
-            version: VERSION,
-        },
-    };
+    if greet(&mut stream, &mut buffer, me).is_none() {
+        return;
+    }
     let mut out = Vec::new();
-    encode_frame(&[reply], &mut out).expect("encodes");
-    stream.write_all(&out).expect("hello sent");
     while let Some(signals) = read_frame(&mut stream, &mut buffer) {
         for signal in signals {
             let commit = matches!(&signal.body, SignalBody::TcKeyReq { flags, .. } if flags & tc_flags::COMMIT != 0);

@@ -2,13 +2,56 @@
 //! client's frames, and a real management server with their config.
 #![allow(dead_code)] // each test file uses its own part
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mgmd::{MgmServer, ServerOptions};
-use signal::{decode_frame, Signal};
+use signal::{
+    decode_frame, encode_frame, BlockNumber, BlockRef, NodeBitmask, NodeId, Signal, SignalBody,
+    VERSION,
+};
+
+/// The heartbeat interval a stand-in gives its API nodes, in ms: longer
+/// than any test. Tests count the writes a connection makes, and a
+/// heartbeat would be one more (on a loaded machine a 100 ms interval fell
+/// inside a count).
+pub const STANDIN_HEARTBEAT_MS: u32 = 600_000;
+
+/// A stand-in's answer to `ApiRegReq`: started, no heartbeat within a
+/// test.
+pub fn registered() -> SignalBody {
+    SignalBody::ApiRegConf {
+        version: VERSION,
+        started: true,
+        view_id: 1,
+        members: NodeBitmask::new(),
+        heartbeat_interval_ms: STANDIN_HEARTBEAT_MS,
+    }
+}
+
+/// Reads the client's hello on `stream` and answers it as data node `me`
+/// (`buffer` keeps what came after it); None when the client closed.
+pub fn greet(stream: &mut TcpStream, buffer: &mut Vec<u8>, me: NodeId) -> Option<()> {
+    let hello = read_frame(stream, buffer)?;
+    let SignalBody::TransportHello { from, .. } = hello[0].body else {
+        panic!("hello first")
+    };
+    let reply = Signal {
+        receiver: BlockRef::new(from, BlockNumber::PROCESS, 0),
+        sender: BlockRef::new(me, BlockNumber::PROCESS, 0),
+        body: SignalBody::TransportHello {
+            from: me,
+            to: from,
+            version: VERSION,
+        },
+    };
+    let mut out = Vec::new();
+    encode_frame(&[reply], &mut out).expect("encodes");
+    stream.write_all(&out).expect("hello sent");
+    Some(())
+}
 
 /// Starts a management server on an ephemeral port with `config` (a
 /// config.ini) written into `dir`, its data under `dir/mgmd`.

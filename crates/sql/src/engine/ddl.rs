@@ -3834,6 +3834,10 @@ fn rename_tables(
             let mut change = Change::new(&info);
             change.rename = Some(target.clone());
             if let Some(parked) = replaced[i] {
+                debug_assert!(
+                    parked < i && ids[parked] != 0,
+                    "a pair replaces an earlier one's"
+                );
                 change.def.replaces = ids[parked];
             }
             change.apply(conn)?;
