@@ -130,6 +130,7 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
         Expr::And(a, b) | Expr::Or(a, b) => {
             has_constant_part(table, numbers, a) || has_constant_part(table, numbers, b)
         }
+        Expr::Not(a) if !a.is_constant() => has_constant_part(table, numbers, a),
         other => {
             other.is_constant()
                 || number_vs_text(table, other).is_some()
@@ -281,7 +282,10 @@ fn fold_disjuncts(
 ) -> SqlResult<Folded> {
     if e.is_constant() {
         let before = ctx.warnings.len();
-        let truth = e.eval(&[], ctx)?.truth();
+        let truth = {
+            let v = e.eval(&[], ctx)?;
+            ctx.truth(&v)
+        };
         // A planning warning, one strict mode does not make an INSERT …
         // SELECT's error: MariaDB's of a constant comparison; of a
         // constant IN list it fails the statement.
@@ -359,6 +363,15 @@ fn fold_disjuncts(
     if numbers && time_vs_text(table, e) {
         return Ok(Folded::Expr(time_texts_read(e, ctx)));
     }
+    // Under NOT too (`NOT ('date' = f)` reads 'date' before the rows).
+    if let Expr::Not(inner) = e {
+        return Ok(match fold_disjuncts(table, numbers, inner, ctx)? {
+            Folded::True => Folded::NotTrue,
+            Folded::Expr(inner) => Folded::Expr(Expr::Not(Box::new(inner))),
+            // False or NULL: NOT of it is not known here.
+            Folded::NotTrue => Folded::Expr(e.clone()),
+        });
+    }
     let Expr::Or(a, b) = e else {
         return Ok(Folded::Expr(e.clone()));
     };
@@ -394,7 +407,7 @@ pub fn access_with(
     let mut after_warning = false;
     for c in cond.conjuncts() {
         if let Some(v) = c.is_constant().then(|| c.eval(&[], ctx)).transpose()? {
-            if v.truth() != Some(true) {
+            if ctx.truth(&v) != Some(true) {
                 return Ok((Access::Nothing, None));
             }
             continue;

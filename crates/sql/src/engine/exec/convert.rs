@@ -783,6 +783,22 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         }
         Err(error) => error,
     };
+    // Text after a time (`'10:11:12xyz'`): outside strict mode and under
+    // IGNORE the time, with 1265 (and 1264 past ±838:59:59, clipped), as
+    // MariaDB's.
+    if let (SqlType::Time { fsp }, Val::Str(bytes), false) = (&target.column.ty, v, ctx.strict) {
+        let text = String::from_utf8_lossy(bytes);
+        if let Some((m, true)) = crate::engine::expr::stored_time(&text) {
+            ctx.warn(codes::WARN_DATA_TRUNCATED, target.truncated());
+            let max = TIME_MICROS_MAX as i64 / 1_000_000 * 1_000_000;
+            if m.abs() > max {
+                ctx.warn(codes::OUT_OF_RANGE, target.out_of_range());
+                return Ok(Value::Int(m.clamp(-max, max)));
+            }
+            let unit = 10i64.pow(6 - u32::from((*fsp).min(6)));
+            return Ok(Value::Int(m / unit * unit));
+        }
+    }
     // No date (`'garbage'`, `'2023-02-29'`): outside strict mode and under
     // IGNORE the zero date, with 1265, as MariaDB's.
     if !ctx.strict {

@@ -602,7 +602,7 @@ const AGGREGATES: &[&str] = &[
 
 /// Whether `s`'s select list or HAVING holds an aggregate or a window
 /// function (not looking into subqueries).
-fn has_aggregate(s: &ast::Select) -> bool {
+pub(crate) fn has_aggregate(s: &ast::Select) -> bool {
     struct Finder {
         depth: usize,
         found: bool,

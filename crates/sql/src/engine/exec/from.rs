@@ -176,7 +176,7 @@ pub(super) fn join_from(
                     conds.push(scope.lower(&eq)?);
                 }
                 if let C::On(e) = constraint {
-                    conds.push(scope.lower(e)?);
+                    conds.push(scope.lower_condition(e)?);
                 }
                 Ok(())
             })?;

@@ -759,7 +759,7 @@ fn plan_select(
         let cond = selection
             .as_ref()
             .as_ref()
-            .map(|w| scope.lower(w))
+            .map(|w| scope.lower_condition(w))
             .transpose()?;
         let (cond, late) = split_late(cond, base_width);
         let late = late_on
@@ -768,7 +768,10 @@ fn plan_select(
             .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
         scope.clause = "ON";
         for (lat, l) in laterals.iter_mut().zip(&lateral_asts) {
-            lat.on = l.on.as_ref().map(|on| scope.lower(on)).transpose()?;
+            lat.on =
+                l.on.as_ref()
+                    .map(|on| scope.lower_condition(on))
+                    .transpose()?;
         }
         scope.clause = "GROUP BY";
         let mut group = Vec::new();

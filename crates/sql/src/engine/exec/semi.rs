@@ -194,7 +194,7 @@ pub(super) fn rewrite(
                 scope.clause = "WHERE";
                 scope.hidden = shadowed.clone();
                 let conds = match &cand.select.selection {
-                    Some(w) => vec![scope.lower(w)?],
+                    Some(w) => vec![scope.lower_condition(w)?],
                     None => Vec::new(),
                 };
                 let (nullable, eq) = match (item, &left) {

@@ -1927,7 +1927,7 @@ fn lower_targets(
     with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "WHERE";
         let cond = selection
-            .map(|w| scope.lower(w).map(|c| fold_same_column(scope, c)))
+            .map(|w| scope.lower_condition(w).map(|c| fold_same_column(scope, c)))
             .transpose()?;
         scope.clause = "ORDER BY";
         let order = order_by
@@ -2071,6 +2071,11 @@ fn fetch_targets(
         },
         None => None,
     };
+    // LIMIT 0 reads nothing and evaluates no condition (nor warns), as
+    // MariaDB's UPDATE and DELETE end before their optimizer runs.
+    if limit == Some(0) {
+        return Ok((Vec::new(), limit, ctx.warnings.len()));
+    }
     // Constants first (what MariaDB's optimizer evaluates), then the
     // string literals compared with number columns (what its first row
     // reads): their warnings are the rows'.

@@ -288,6 +288,16 @@ impl<'a> Ctx<'a> {
         x
     }
 
+    /// Whether `v` is true as a condition (NULL: None): a string is read as
+    /// a double, warning 1292 when it is not wholly one, as MariaDB's
+    /// `Item::val_bool` reads it (`'a' AND 1`, `IF('x', …)`, `s IS TRUE`).
+    pub fn truth(&mut self, v: &Val) -> Option<bool> {
+        match v {
+            Val::Str(_) => Some(self.num_f64(v) != 0.0),
+            other => other.truth(),
+        }
+    }
+
     /// A value read as an integer (rounded), for arguments that count.
     pub fn num_i64(&mut self, v: &Val) -> i64 {
         match v {
@@ -372,7 +382,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             k if k.is_numeric() => k,
             _ => Kind::Double,
         },
-        Expr::Arith(op, a, b) => arith_kind(*op, kind(a, scope), kind(b, scope)),
+        Expr::Arith(op, a, b, _) => arith_kind(*op, kind(a, scope), kind(b, scope)),
         Expr::Not(_)
         | Expr::Cmp(..)
         | Expr::And(..)
@@ -465,6 +475,8 @@ pub fn val_kind(v: &Val) -> Kind {
 }
 
 fn arith_kind(op: Arith, a: Kind, b: Kind) -> Kind {
+    let is_temporal = |k: Kind| matches!(k, Kind::Date | Kind::DateTime { .. } | Kind::Time { .. });
+    let temporal = is_temporal(a) || is_temporal(b);
     let num = |k: Kind| match k {
         Kind::Str { .. } | Kind::Null => Kind::Double,
         Kind::Date | Kind::DateTime { .. } | Kind::Time { .. } => Kind::Int { unsigned: false },
@@ -476,10 +488,13 @@ fn arith_kind(op: Arith, a: Kind, b: Kind) -> Kind {
             unsigned: matches!(a, Kind::Int { unsigned: true })
                 || matches!(b, Kind::Int { unsigned: true }),
         },
+        Arith::UnsignedIntDiv => Kind::Int { unsigned: true },
         _ => match (a, b) {
             (Kind::Double, _) | (_, Kind::Double) => Kind::Double,
             (Kind::Int { unsigned: ua }, Kind::Int { unsigned: ub }) if op != Arith::Div => {
-                Kind::Int { unsigned: ua || ub }
+                Kind::Int {
+                    unsigned: !temporal && (ua || ub),
+                }
             }
             _ => {
                 let sa = dec_scale(a);
@@ -503,6 +518,23 @@ fn dec_scale(k: Kind) -> u8 {
 }
 
 /// A value as an exact decimal (None for what is a double).
+fn is_temporal(v: &Val) -> bool {
+    matches!(v, Val::Date(_) | Val::DateTime(..) | Val::Time(_))
+}
+
+/// A date, datetime or time as its number: an integer when it has no
+/// fraction, else a DECIMAL; any other value as it is.
+fn temporal_integer(v: Val) -> Val {
+    if !is_temporal(&v) {
+        return v;
+    }
+    let d = v.temporal_number();
+    match i64::try_from(d.mantissa) {
+        Ok(i) if d.scale == 0 => Val::Int(i),
+        _ => Val::Dec(d),
+    }
+}
+
 fn as_dec(v: &Val) -> Option<Dec> {
     match v {
         Val::Int(x) => Some(Dec::new(i128::from(*x), 0)),
@@ -549,19 +581,19 @@ impl Expr {
                 Val::Double(x) => Val::Double(-x),
                 other => Val::Double(-ctx.num_f64(&other)),
             },
-            Expr::Not(a) => match a.eval(row, ctx)?.truth() {
+            Expr::Not(a) => match cond_truth(a, a.eval(row, ctx)?, ctx) {
                 None => Val::Null,
                 Some(t) => Val::Int(i64::from(!t)),
             },
-            Expr::Arith(op, a, b) => {
+            Expr::Arith(op, a, b, eager) => {
                 let x = a.eval(row, ctx)?;
-                // A NULL left operand is the answer: the right one is not
-                // evaluated, as MariaDB's (its out-of-range error, say,
-                // does not happen: `NULL + (u + 1)`), but for text read as
-                // a double (lowered as such a cast), which MariaDB's double
-                // arithmetic reads, and warns of, all the same.
+                // A NULL left operand is the answer. MariaDB's DECIMAL
+                // arithmetic does not evaluate the right one (its 1690, say,
+                // does not happen: `d + (u + 1)`); its integer and double
+                // arithmetic does, and its error or warning (text read as
+                // a double) comes all the same.
                 if x.is_null() {
-                    if matches!(&**b, Expr::Cast(_, CastTo::Double)) {
+                    if *eager {
                         b.eval(row, ctx)?;
                     }
                     return Ok(Val::Null);
@@ -597,11 +629,11 @@ impl Expr {
                 }))
             }
             Expr::And(a, b) => {
-                let x = a.eval(row, ctx)?.truth();
+                let x = cond_truth(a, a.eval(row, ctx)?, ctx);
                 if x == Some(false) {
                     return Ok(Val::Int(0));
                 }
-                let y = b.eval(row, ctx)?.truth();
+                let y = cond_truth(b, b.eval(row, ctx)?, ctx);
                 match (x, y) {
                     (_, Some(false)) => Val::Int(0),
                     (Some(true), Some(true)) => Val::Int(1),
@@ -609,11 +641,11 @@ impl Expr {
                 }
             }
             Expr::Or(a, b) => {
-                let x = a.eval(row, ctx)?.truth();
+                let x = cond_truth(a, a.eval(row, ctx)?, ctx);
                 if x == Some(true) {
                     return Ok(Val::Int(1));
                 }
-                let y = b.eval(row, ctx)?.truth();
+                let y = cond_truth(b, b.eval(row, ctx)?, ctx);
                 match (x, y) {
                     (_, Some(true)) => Val::Int(1),
                     (Some(false), Some(false)) => Val::Int(0),
@@ -622,9 +654,9 @@ impl Expr {
             }
             // A NULL left side is the answer without the right one, as
             // MariaDB's Item_func_xor stops at its first NULL.
-            Expr::Xor(a, b) => match a.eval(row, ctx)?.truth() {
+            Expr::Xor(a, b) => match a.truth_of(row, ctx)? {
                 None => Val::Null,
-                Some(x) => match b.eval(row, ctx)?.truth() {
+                Some(x) => match b.truth_of(row, ctx)? {
                     Some(y) => Val::Int(i64::from(x != y)),
                     None => Val::Null,
                 },
@@ -633,7 +665,7 @@ impl Expr {
                 Val::Int(i64::from(a.eval(row, ctx)?.is_null() != *negated))
             }
             Expr::IsBool(a, want, negated) => {
-                let is = a.eval(row, ctx)?.truth() == Some(*want);
+                let is = a.truth_of(row, ctx)? == Some(*want);
                 Val::Int(i64::from(is != *negated))
             }
             Expr::In(a, list, negated, coll) => {
@@ -730,7 +762,7 @@ impl Expr {
                                 && compare(b, &c, Some(Collation::Utf8mb4GeneralCi), ctx)
                                     == Ordering::Equal
                         }
-                        None => c.truth() == Some(true),
+                        None => ctx.truth(&c) == Some(true),
                     };
                     if hit {
                         return result.eval(row, ctx);
@@ -756,6 +788,12 @@ impl Expr {
         })
     }
 
+    /// The value's truth ([`Ctx::truth`]).
+    fn truth_of(&self, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<Option<bool>> {
+        let v = self.eval(row, ctx)?;
+        Ok(ctx.truth(&v))
+    }
+
     /// Evaluates as a condition: true only when the value is true. A
     /// conjunct that is not true ends it, NULL as FALSE (MariaDB's
     /// `abort_on_null` for a WHERE's or ON's AND): the conjuncts after it
@@ -764,7 +802,21 @@ impl Expr {
         if let Expr::And(a, b) = self {
             return Ok(a.test(row, ctx)? && b.test(row, ctx)?);
         }
-        Ok(self.eval(row, ctx)?.truth() == Some(true))
+        Ok(cond_truth(self, self.eval(row, ctx)?, ctx) == Some(true))
+    }
+}
+
+/// Whether `v`, the value of `e`, is true as a condition of WHERE, ON,
+/// AND, OR or NOT: a string column's text is read as a DECIMAL, as
+/// MariaDB takes such a column there for `col <> 0` (its warning names
+/// DECIMAL); any other value as [`Ctx::truth`] reads it.
+fn cond_truth(e: &Expr, v: Val, ctx: &mut Ctx<'_>) -> Option<bool> {
+    match (e, &v) {
+        (Expr::Col(_), Val::Str(bytes)) => Some(match text_decimal(bytes, ctx) {
+            Ok(d) => d.mantissa != 0,
+            Err(x) => x != 0.0,
+        }),
+        _ => ctx.truth(&v),
     }
 }
 
@@ -866,17 +918,28 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         }
         return Ok(Val::Null);
     }
+    // A date, datetime or time (of no fraction: one with a fraction is
+    // lowered as a DECIMAL) is a signed integer, MariaDB's INT_RESULT of
+    // it, and beside an unsigned one the result is signed: `f - d` of 1
+    // and 2000-06-15 is -20000614, past BIGINT's range 1690.
+    let temporal = is_temporal(&x) || is_temporal(&y);
+    let (x, y) = if temporal {
+        (temporal_integer(x), temporal_integer(y))
+    } else {
+        (x, y)
+    };
     let sym = match op {
         Arith::Add => "+",
         Arith::Sub => "-",
         Arith::Mul => "*",
         Arith::Div => "/",
-        Arith::IntDiv => "DIV",
+        Arith::IntDiv | Arith::UnsignedIntDiv => "DIV",
         Arith::Mod => "%",
     };
     let text = || format!("{} {sym} {}", x.to_text(), y.to_text());
     let is_double = |v: &Val| matches!(v, Val::Double(_) | Val::Str(_));
-    if op == Arith::IntDiv {
+    if matches!(op, Arith::IntDiv | Arith::UnsignedIntDiv) {
+        let unsigned = op == Arith::UnsignedIntDiv;
         // A double (or a string's number) divides as the decimal of its
         // digits, as MariaDB's DIV does: (2^64 - 1 + 0e0) DIV 3 is
         // 6148914691236517333, where the double quotient's was ...6864.
@@ -893,6 +956,9 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             Val::Null => Val::Null,
             Val::Double(f) => {
                 let t = f.trunc();
+                if unsigned && t < 0.0 {
+                    return Err(out_of_range("BIGINT UNSIGNED", text()));
+                }
                 if t.abs() >= 9.223_372_036_854_776e18 {
                     return Err(out_of_range("BIGINT", text()));
                 }
@@ -900,7 +966,7 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
             Val::Dec(d) => {
                 let q = d.mantissa / 10i128.pow(u32::from(d.scale));
-                if matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_)) {
+                if unsigned || matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_)) {
                     Val::UInt(
                         u64::try_from(q).map_err(|_| out_of_range("BIGINT UNSIGNED", text()))?,
                     )
@@ -930,7 +996,7 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         }
         return Ok(Val::Double(r));
     }
-    let unsigned = matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_));
+    let unsigned = !temporal && (matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_)));
     let ints = matches!(x, Val::Int(_) | Val::UInt(_)) && matches!(y, Val::Int(_) | Val::UInt(_));
     let (Some(a), Some(b)) = (as_dec(&x), as_dec(&y)) else {
         return Ok(Val::Null);
@@ -1535,6 +1601,13 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             Val::Double(f) if f.is_finite() => {
                 let mut text = Vec::new();
                 crate::protocol::fixed_decimals_text(f, *decimals, &mut text);
+                Val::Str(text)
+            }
+            // A number of a DOUBLE expression (GREATEST(5, TRUNCATE(x, 1))
+            // taking its integer) is that double: `5.0`, as MariaDB's.
+            Val::Int(_) | Val::UInt(_) | Val::Dec(_) => {
+                let mut text = Vec::new();
+                crate::protocol::fixed_decimals_text(v.to_f64().0, *decimals, &mut text);
                 Val::Str(text)
             }
             // A temporal value with its kind's fractional digits.

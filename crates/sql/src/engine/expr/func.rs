@@ -556,7 +556,10 @@ impl Func {
                 (Kind::Str { .. }, None) => Kind::Time { fsp: 6 },
                 _ => Kind::Time { fsp: 0 },
             },
-            F::Elt => merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))),
+            F::Elt => match merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))) {
+                k @ Kind::Str { .. } => k,
+                _ => text_kind(),
+            },
             F::Insert => match arg(0) {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
@@ -872,7 +875,7 @@ impl Func {
         match self {
             F::If => {
                 let c = args[0].eval(row, ctx)?;
-                return if c.truth() == Some(true) {
+                return if ctx.truth(&c) == Some(true) {
                     args[1].eval(row, ctx)
                 } else {
                     args[2].eval(row, ctx)
@@ -921,6 +924,18 @@ impl Func {
                 }
                 return Ok(value);
             }
+            // ELT evaluates its index and the argument it names only.
+            F::Elt => {
+                let index = args[0].eval(row, ctx)?;
+                if index.is_null() {
+                    return Ok(Val::Null);
+                }
+                let n = ctx.num_i64(&index);
+                return match usize::try_from(n) {
+                    Ok(n) if n >= 1 && n < args.len() => args[n].eval(row, ctx).map(elt_text),
+                    _ => Ok(Val::Null),
+                };
+            }
             F::SetUserVar => {
                 let Expr::Lit(Val::Str(name)) = &args[0] else {
                     unreachable!("@name := lowered with its name");
@@ -933,12 +948,14 @@ impl Func {
             _ => {}
         }
         let mut v = Vec::with_capacity(args.len());
-        // GREATEST and LEAST stop at a NULL, as MariaDB's (the arguments
-        // after it are not evaluated, nor their warnings given).
-        let to_null = matches!(self, F::Greatest | F::Least);
-        for a in args {
+        // These stop at a NULL argument, as MariaDB's (those after it are
+        // not evaluated, nor their errors or warnings given); CONCAT_WS
+        // and DATE_ADD at a NULL first one.
+        let to_null = matches!(self, F::Greatest | F::Least | F::Concat | F::Log | F::Atan);
+        let first_null = matches!(self, F::ConcatWs | F::DateAdd | F::DateSub);
+        for (at, a) in args.iter().enumerate() {
             let x = a.eval(row, ctx)?;
-            if to_null && x.is_null() {
+            if x.is_null() && (to_null || (first_null && at == 0)) {
                 return Ok(Val::Null);
             }
             v.push(x);
@@ -947,7 +964,9 @@ impl Func {
         let s = |i: usize| v[i].to_text();
         Ok(match self {
             F::Json(f) => return f.eval(args, &v, ctx),
-            F::If | F::IfNull | F::Coalesce | F::UserVar | F::SetUserVar | F::WarnOnce => Val::Null,
+            F::If | F::IfNull | F::Coalesce | F::UserVar | F::SetUserVar | F::WarnOnce | F::Elt => {
+                Val::Null
+            }
             F::NullIf => unreachable!("NULLIF is evaluated lazily above"),
             F::Concat => {
                 if null_in {
@@ -1020,16 +1039,6 @@ impl Func {
                     }
                 }
                 Val::Int(at)
-            }
-            F::Elt => {
-                if v[0].is_null() {
-                    return Ok(Val::Null);
-                }
-                let n = ctx.num_i64(&v[0]);
-                match usize::try_from(n) {
-                    Ok(n) if n >= 1 && n < v.len() => v[n].clone(),
-                    _ => Val::Null,
-                }
             }
             F::Uuid => Val::str(uuid_v1()),
             F::ReleaseAllLocks => match &ctx.env.user_locks {
@@ -2613,6 +2622,15 @@ fn with_regex<T>(
     })
 }
 
+/// ELT's value: the argument taken, as text (a date's, a number's), as
+/// MariaDB's string function gives it; NULL as it is.
+fn elt_text(v: Val) -> Val {
+    match v {
+        Val::Null | Val::Str(_) => v,
+        other => Val::str(other.to_text()),
+    }
+}
+
 /// Seconds in the largest TIME (838:59:59).
 const TIME_SECONDS_MAX: i64 = 838 * 3_600 + 59 * 60 + 59;
 /// Microseconds in the largest TIME (838:59:59.999999).
@@ -2646,7 +2664,7 @@ pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
             ctx.warn(codes_truncated(), format!("Incorrect time value: '{text}'"));
             Val::Null
         }
-        TimeText::Time(m, cut) => {
+        TimeText::Time(m, cut, _) => {
             cut.tell(&text, ctx);
             // Past the range, clipped at its largest whole second, as
             // MariaDB's (838:59:59.999999 itself is in it).
@@ -2670,7 +2688,7 @@ pub fn compared_time(text: &[u8], ctx: &mut Ctx<'_>) -> i64 {
             TimeCut::Truncated.tell(&text, ctx);
             0
         }
-        TimeText::Time(m, cut) => {
+        TimeText::Time(m, cut, _) => {
             cut.tell(&text, ctx);
             m
         }
@@ -2681,9 +2699,9 @@ pub fn compared_time(text: &[u8], ctx: &mut Ctx<'_>) -> i64 {
 enum TimeText {
     /// No time.
     Invalid,
-    /// A time (microseconds, not clipped at ±838:59:59), and how much of
-    /// the text it took.
-    Time(i64, TimeCut),
+    /// A time (microseconds, not clipped at ±838:59:59), how much of the
+    /// text it took, and whether text followed it.
+    Time(i64, TimeCut, bool),
 }
 
 /// How text read as a TIME was cut.
@@ -2720,7 +2738,9 @@ fn time_of_text(text: &str) -> TimeText {
             .all(|b| b.is_ascii_digit());
     if !digits_only || whole.trim_start_matches('-').len() > 6 {
         if let Some((_, Some(t))) = super::value::parse_datetime(trimmed) {
-            return TimeText::Time(time_of_day_micros(t), TimeCut::Whole);
+            // Text after it (`…05x`) is told only where the time is stored.
+            let tail = trimmed.bytes().last().is_some_and(|b| !b.is_ascii_digit());
+            return TimeText::Time(time_of_day_micros(t), TimeCut::Whole, tail);
         }
     }
     // The longest prefix that reads as a time.
@@ -2732,14 +2752,26 @@ fn time_of_text(text: &str) -> TimeText {
     let Some(m) = super::value::parse_time(prefix).filter(|_| !prefix.is_empty()) else {
         return TimeText::Invalid;
     };
-    let cut = if prefix.len() < trimmed.len() || m.abs() > TIME_MICROS_MAX {
+    let tail = prefix.len() < trimmed.len();
+    let cut = if tail || m.abs() > TIME_MICROS_MAX {
         TimeCut::Truncated
     } else if prefix.split_once('.').is_some_and(|(_, f)| f.len() > 6) {
         TimeCut::Digits
     } else {
         TimeCut::Whole
     };
-    TimeText::Time(m, cut)
+    TimeText::Time(m, cut, tail)
+}
+
+/// Text stored into a TIME column outside strict mode, as MariaDB reads
+/// it: the time it begins with (microseconds, not clipped at
+/// ±838:59:59) and whether text followed it; None when it begins with
+/// no time.
+pub fn stored_time(text: &str) -> Option<(i64, bool)> {
+    match time_of_text(text) {
+        TimeText::Invalid => None,
+        TimeText::Time(m, _, tail) => Some((m, tail)),
+    }
 }
 
 /// [`time_micros`], where text may also be a date and time (its time

@@ -21,7 +21,7 @@ use sqlparser::tokenizer::Location;
 
 pub use eval::{Ctx, Env};
 pub use func::Func;
-pub use func::{bits_of, compared_time};
+pub use func::{bits_of, compared_time, stored_time};
 pub use value::{Dec, Val};
 pub use window::{Frame, FrameBound, WinFn, WinSpec};
 
@@ -225,6 +225,9 @@ pub enum Arith {
     Div,
     /// `DIV`
     IntDiv,
+    /// `DIV` of an unsigned DECIMAL or DOUBLE (MariaDB's unsigned_flag):
+    /// a quotient below 0 is 1690, as an unsigned integer's is.
+    UnsignedIntDiv,
     /// `%`, `MOD`
     Mod,
 }
@@ -250,8 +253,12 @@ pub enum Expr {
     Neg(Box<Expr>),
     /// `NOT`.
     Not(Box<Expr>),
-    /// Arithmetic; the text is MySQL's for the 1690 message.
-    Arith(Arith, Box<Expr>, Box<Expr>),
+    /// Arithmetic; the text is MySQL's for the 1690 message. The flag:
+    /// the right operand is read even beside a NULL left one, as
+    /// MariaDB's integer and double arithmetic reads both (`n + (u + 1)`
+    /// of a NULL n is 1690 there), where its DECIMAL arithmetic stops at
+    /// the NULL.
+    Arith(Arith, Box<Expr>, Box<Expr>, bool),
     /// A comparison under a collation (None: binary).
     Cmp(CmpOp, Box<Expr>, Box<Expr>, Option<Collation>),
     /// `AND`.
@@ -483,6 +490,10 @@ pub struct Scope<'a> {
     /// outer rows), innermost last.
     pub outer: &'a [OuterRow],
     depth: usize,
+    /// The `x IN (SELECT …)` conjuncts of the condition being lowered
+    /// that MariaDB runs as semi-joins (their addresses): see
+    /// [`Scope::lower_condition`].
+    semi_join_ins: Vec<usize>,
 }
 
 impl<'a> Scope<'a> {
@@ -511,6 +522,7 @@ impl<'a> Scope<'a> {
             correlated: None,
             outer: &[],
             depth: 0,
+            semi_join_ins: Vec::new(),
         }
     }
 
@@ -694,18 +706,17 @@ impl<'a> Scope<'a> {
                     Expr::Func(Func::BitNot, vec![self.member_number(x)])
                 }
                 ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
-                    // A truth value: a bit-value or 0x literal's number.
-                    Expr::Not(Box::new(as_number_literal(expr, self.lower(expr)?)))
+                    Expr::Not(Box::new(self.lower_condition(expr)?))
                 }
                 other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
             },
             E::BinaryOp { left, op, right } => self.binary(left, op, right)?,
             E::IsNull(x) => Expr::IsNull(self.boxed(x)?, false),
             E::IsNotNull(x) => Expr::IsNull(self.boxed(x)?, true),
-            E::IsTrue(x) => Expr::IsBool(self.boxed(x)?, true, false),
-            E::IsNotTrue(x) => Expr::IsBool(self.boxed(x)?, true, true),
-            E::IsFalse(x) => Expr::IsBool(self.boxed(x)?, false, false),
-            E::IsNotFalse(x) => Expr::IsBool(self.boxed(x)?, false, true),
+            E::IsTrue(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), true, false),
+            E::IsNotTrue(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), true, true),
+            E::IsFalse(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), false, false),
+            E::IsNotFalse(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), false, true),
             E::IsUnknown(x) => Expr::IsNull(self.boxed(x)?, false),
             E::IsNotUnknown(x) => Expr::IsNull(self.boxed(x)?, true),
             E::IsNotDistinctFrom(a, b) => {
@@ -866,7 +877,11 @@ impl<'a> Scope<'a> {
                 let operand = operand.as_deref().map(|o| self.boxed(o)).transpose()?;
                 let mut whens = Vec::with_capacity(conditions.len());
                 for w in conditions {
-                    whens.push((self.lower(&w.condition)?, self.lower(&w.result)?));
+                    let condition = match operand {
+                        Some(_) => self.lower(&w.condition)?,
+                        None => self.lower_condition(&w.condition)?,
+                    };
+                    whens.push((condition, self.lower(&w.result)?));
                 }
                 let mut otherwise = else_result.as_deref().map(|o| self.boxed(o)).transpose()?;
                 let mut results: Vec<&mut Expr> = whens.iter_mut().map(|(_, r)| r).collect();
@@ -1040,7 +1055,8 @@ impl<'a> Scope<'a> {
                     }
                     if let (Func::If, Some(condition)) = (&f, args.first_mut()) {
                         // A truth value: a bit-value or 0x literal's number.
-                        *condition = number(0, std::mem::replace(condition, Expr::Lit(Val::Null)));
+                        let c = number(0, std::mem::replace(condition, Expr::Lit(Val::Null)));
+                        *condition = self.member_number(c);
                     }
                     let alternatives: Vec<&mut Expr> = match f {
                         Func::Coalesce | Func::IfNull | Func::Greatest | Func::Least => {
@@ -1144,8 +1160,12 @@ impl<'a> Scope<'a> {
                 negated,
                 ..
             } => {
+                let semi_join = self
+                    .semi_join_ins
+                    .contains(&(e as *const ast::Expr as usize));
                 let m = self.subquery(q)?;
-                self.in_rows(expr, &m, *negated)?
+                let by_number = semi_join || !query_reads_table(q);
+                self.in_rows(expr, &m, *negated, by_number)?
             }
             E::AnyOp {
                 left,
@@ -1376,8 +1396,7 @@ impl<'a> Scope<'a> {
             (l, r) = (self.temporal_number(l), self.temporal_number(r));
         }
         if matches!(op, B::And | B::Or | B::Xor) {
-            // Truth values: a bit-value or 0x literal's number.
-            (l, r) = (as_number_literal(left, l), as_number_literal(right, r));
+            (l, r) = (self.condition(left, l), self.condition(right, r));
         }
         if matches!(
             op,
@@ -1432,12 +1451,19 @@ impl<'a> Scope<'a> {
             Expr::Cmp(op, bl, br, c)
         };
         Ok(match op {
-            B::Plus => Expr::Arith(Arith::Add, bl, br),
-            B::Minus => Expr::Arith(Arith::Sub, bl, br),
-            B::Multiply => Expr::Arith(Arith::Mul, bl, br),
-            B::Divide => Expr::Arith(Arith::Div, bl, br),
-            B::MyIntegerDivide | B::DuckIntegerDivide => Expr::Arith(Arith::IntDiv, bl, br),
-            B::Modulo => Expr::Arith(Arith::Mod, bl, br),
+            B::Plus => self.arith(Arith::Add, bl, br),
+            B::Minus => self.arith(Arith::Sub, bl, br),
+            B::Multiply => self.arith(Arith::Mul, bl, br),
+            B::Divide => self.arith(Arith::Div, bl, br),
+            B::MyIntegerDivide | B::DuckIntegerDivide => {
+                let op = if self.unsigned_number(&bl) || self.unsigned_number(&br) {
+                    Arith::UnsignedIntDiv
+                } else {
+                    Arith::IntDiv
+                };
+                self.arith(op, bl, br)
+            }
+            B::Modulo => self.arith(Arith::Mod, bl, br),
             B::Eq => cmp(self, CmpOp::Eq, bl, br),
             B::NotEq => cmp(self, CmpOp::Ne, bl, br),
             B::Lt => cmp(self, CmpOp::Lt, bl, br),
@@ -1627,7 +1653,17 @@ impl<'a> Scope<'a> {
     /// `x [NOT] IN (subquery)` and `(x, y) [NOT] IN (subquery)` over the
     /// subquery's rows: MySQL's NULL answers (no match and a NULL in the
     /// rows: NULL; NOT IN likewise), FALSE (NOT IN: TRUE) for no rows.
-    fn in_rows(&mut self, expr: &ast::Expr, m: &Materialised, negated: bool) -> SqlResult<Expr> {
+    /// `expr IN (rows m)`. `by_number`: an ENUM or SET compares with
+    /// numbers by its index or bits (a subquery of constants, or a
+    /// semi-join: [`Scope::lower_condition`]), else by its text (read as a
+    /// number, with MariaDB's 1292), as MariaDB's materialised IN does.
+    fn in_rows(
+        &mut self,
+        expr: &ast::Expr,
+        m: &Materialised,
+        negated: bool,
+        by_number: bool,
+    ) -> SqlResult<Expr> {
         let width = row_items(expr).map_or(1, <[ast::Expr]>::len);
         if m.metas.len() != width {
             return Err(operand_columns(width));
@@ -1637,10 +1673,12 @@ impl<'a> Scope<'a> {
         }
         let Some(items) = row_items(expr) else {
             let mut x = self.lower(expr)?;
-            if matches!(
-                m.kinds.first(),
-                Some(Kind::Int { .. } | Kind::Dec { .. } | Kind::Double)
-            ) {
+            if by_number
+                && matches!(
+                    m.kinds.first(),
+                    Some(Kind::Int { .. } | Kind::Dec { .. } | Kind::Double)
+                )
+            {
                 x = self.member_number(x);
             }
             let list: Vec<Expr> = m
@@ -1949,6 +1987,56 @@ impl<'a> Scope<'a> {
     /// An ENUM or SET column in a numeric context: its member's index or
     /// its bits, as MariaDB reads it there (`e + 1`, `s = 3`, `e IN (1,
     /// 2)`); any other expression as it is.
+    /// Lowers a condition (of WHERE, ON, AND, OR, NOT, IS TRUE, IF, a
+    /// CASE's WHEN): see [`Scope::condition`].
+    ///
+    /// An `x IN (SELECT y FROM …)` conjunct of it, whose subquery has no
+    /// GROUP BY, HAVING nor aggregate, is a semi-join to MariaDB, whose
+    /// equality reads an ENUM or SET `x` as its number; elsewhere (an
+    /// IN under OR or NOT, or of such a subquery) MariaDB's
+    /// materialised IN reads it as its text.
+    pub fn lower_condition(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
+        fn semi_joins(e: &ast::Expr, out: &mut Vec<usize>) {
+            match e {
+                ast::Expr::BinaryOp {
+                    left,
+                    op: ast::BinaryOperator::And,
+                    right,
+                } => {
+                    semi_joins(left, out);
+                    semi_joins(right, out);
+                }
+                ast::Expr::Nested(inner) => semi_joins(inner, out),
+                ast::Expr::In {
+                    target: ast::InTarget::Subquery(q),
+                    negated: false,
+                    ..
+                } if matches!(q.body.as_ref(), ast::SetExpr::Select(s)
+                    if !s.from.is_empty()
+                        && s.having.is_none()
+                        && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+                        && !crate::engine::exec::cte::has_aggregate(s)) =>
+                {
+                    out.push(e as *const ast::Expr as usize);
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        semi_joins(e, &mut found);
+        let outer = std::mem::replace(&mut self.semi_join_ins, found);
+        let lowered = self.lower(e);
+        self.semi_join_ins = outer;
+        Ok(self.condition(e, lowered?))
+    }
+
+    /// `e` (written `written`) as a truth value: a bit-value or 0x
+    /// literal's number, an ENUM's index or a SET's bits (MariaDB's
+    /// `WHERE e` is true for any member but the empty one), else itself.
+    fn condition(&self, written: &ast::Expr, e: Expr) -> Expr {
+        self.member_number(as_number_literal(written, e))
+    }
+
     fn member_number(&self, e: Expr) -> Expr {
         let c = match e {
             Expr::Col(c) => c,
@@ -2023,6 +2111,45 @@ impl<'a> Scope<'a> {
             | CastTo::Double
             | CastTo::FixedDouble(_) => self.member_number(e),
             _ => e,
+        }
+    }
+
+    /// `a op b`, reading `b` beside a NULL `a` unless the operation is
+    /// MariaDB's DECIMAL arithmetic (a DECIMAL operand without a DOUBLE,
+    /// `/` of anything but a DOUBLE, DIV of anything but two integers).
+    fn arith(&self, op: Arith, a: Box<Expr>, b: Box<Expr>) -> Expr {
+        let (ka, kb) = (self.kind(&a), self.kind(&b));
+        let double = |k: Kind| matches!(k, Kind::Double | Kind::Str { .. } | Kind::Null);
+        let integer = |k: Kind| {
+            matches!(
+                k,
+                Kind::Int { .. } | Kind::Date | Kind::DateTime { fsp: 0 } | Kind::Time { fsp: 0 }
+            )
+        };
+        let eager = match op {
+            Arith::Div => double(ka) || double(kb),
+            Arith::IntDiv | Arith::UnsignedIntDiv => integer(ka) && integer(kb),
+            _ => double(ka) || double(kb) || (integer(ka) && integer(kb)),
+        };
+        Expr::Arith(op, a, b, eager)
+    }
+
+    /// Whether `e` is an unsigned number by MariaDB's `unsigned_flag`: an
+    /// UNSIGNED or BIT column, ABS of one, a sum, difference or product
+    /// of two such DECIMALs, an unsigned integer.
+    fn unsigned_number(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Col(c) => self
+                .columns
+                .get(*c)
+                .is_some_and(|col| col.meta.flags & flags::UNSIGNED != 0),
+            Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul, a, b, _)
+                if matches!(self.kind(e), Kind::Dec { .. }) =>
+            {
+                self.unsigned_number(a) && self.unsigned_number(b)
+            }
+            Expr::Func(Func::Abs, args) if args.len() == 1 => self.unsigned_number(&args[0]),
+            _ => matches!(self.kind(e), Kind::Int { unsigned: true }),
         }
     }
 
@@ -2452,7 +2579,7 @@ impl<'a> Scope<'a> {
                 }
             }
             Expr::Neg(a) => self.decimal_digits(a),
-            Expr::Arith(op @ (Arith::Add | Arith::Sub | Arith::Mul), a, b) => {
+            Expr::Arith(op @ (Arith::Add | Arith::Sub | Arith::Mul), a, b, _) => {
                 let ((wa, sa), (wb, sb)) = (self.decimal_digits(a)?, self.decimal_digits(b)?);
                 Some(match op {
                     Arith::Mul => (wa + wb, sa + sb),
@@ -2499,9 +2626,11 @@ impl<'a> Scope<'a> {
                         .is_some_and(|a| matches!(a.func, AggFn::Count | AggFn::CountStar))
                 }),
             Expr::Neg(a) | Expr::Not(a) => self.nullable(a),
-            Expr::Arith(op, a, b) => {
-                matches!(op, Arith::Div | Arith::IntDiv | Arith::Mod)
-                    || self.nullable(a)
+            Expr::Arith(op, a, b, _) => {
+                matches!(
+                    op,
+                    Arith::Div | Arith::IntDiv | Arith::UnsignedIntDiv | Arith::Mod
+                ) || self.nullable(a)
                     || self.nullable(b)
             }
             Expr::Cmp(CmpOp::NullSafeEq, ..) | Expr::IsNull(..) | Expr::IsBool(..) => false,
@@ -2636,10 +2765,12 @@ impl Scope<'_> {
             {
                 fixed(sub.decimals)
             }
-            Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, a, b) => {
+            Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, a, b, _) => {
                 fixed(self.decimals(a).max(self.decimals(b)))
             }
-            Expr::Arith(Arith::Div, a, b) => plus_increment(self.decimals(a).max(self.decimals(b))),
+            Expr::Arith(Arith::Div, a, b, _) => {
+                plus_increment(self.decimals(a).max(self.decimals(b)))
+            }
             Expr::Case(_, whens, otherwise) => {
                 let thens = whens.iter().map(|(_, then)| self.decimals(then));
                 let otherwise = otherwise.as_ref().map(|o| self.decimals(o));
@@ -3289,7 +3420,7 @@ impl Expr {
             Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
             Expr::IsBool(a, x, y) => Expr::IsBool(b(a), *x, *y),
             Expr::Cast(a, t) => Expr::Cast(b(a), t.clone()),
-            Expr::Arith(o, x, y) => Expr::Arith(*o, b(x), b(y)),
+            Expr::Arith(o, x, y, e) => Expr::Arith(*o, b(x), b(y), *e),
             Expr::Cmp(o, x, y, c) => Expr::Cmp(*o, b(x), b(y), *c),
             Expr::And(x, y) => Expr::And(b(x), b(y)),
             Expr::Or(x, y) => Expr::Or(b(x), b(y)),
@@ -3317,7 +3448,7 @@ impl Expr {
                 a.is_constant()
             }
             Expr::Cast(a, _) => a.is_constant(),
-            Expr::Arith(_, a, b)
+            Expr::Arith(_, a, b, _)
             | Expr::Cmp(_, a, b, _)
             | Expr::And(a, b)
             | Expr::Or(a, b)
@@ -3344,7 +3475,7 @@ impl Expr {
             }
             Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => a.has_agg(),
             Expr::Cast(a, _) => a.has_agg(),
-            Expr::Arith(_, a, b)
+            Expr::Arith(_, a, b, _)
             | Expr::Cmp(_, a, b, _)
             | Expr::And(a, b)
             | Expr::Or(a, b)
@@ -3483,7 +3614,7 @@ impl Expr {
             | Expr::InsertValue(_) => {}
             Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => a.each(f),
             Expr::Cast(a, _) => a.each(f),
-            Expr::Arith(_, a, b)
+            Expr::Arith(_, a, b, _)
             | Expr::Cmp(_, a, b, _)
             | Expr::And(a, b)
             | Expr::Or(a, b)
@@ -3640,12 +3771,17 @@ pub fn position_literal(e: &ast::Expr) -> Option<(bool, &str)> {
 /// a constant where it converts constants to a column's type.
 fn reads_table(e: &ast::Expr) -> bool {
     match e {
-        ast::Expr::Subquery(q) => match q.body.as_ref() {
-            ast::SetExpr::Select(s) => !s.from.is_empty(),
-            _ => true,
-        },
+        ast::Expr::Subquery(q) => query_reads_table(q),
         ast::Expr::Nested(inner) => reads_table(inner),
         _ => false,
+    }
+}
+
+/// Whether the query reads a table (a SELECT with a FROM, or a union).
+fn query_reads_table(q: &ast::Query) -> bool {
+    match q.body.as_ref() {
+        ast::SetExpr::Select(s) => !s.from.is_empty(),
+        _ => true,
     }
 }
 

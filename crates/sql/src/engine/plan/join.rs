@@ -263,7 +263,7 @@ pub fn columns(e: &Expr, out: &mut Vec<usize>) {
         Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Win(_) | Expr::InsertValue(_) => {}
         Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => columns(a, out),
         Expr::Cast(a, _) => columns(a, out),
-        Expr::Arith(_, a, b)
+        Expr::Arith(_, a, b, _)
         | Expr::Cmp(_, a, b, _)
         | Expr::And(a, b)
         | Expr::Or(a, b)
