@@ -502,6 +502,45 @@ fn a_table_renamed_into_the_name_of_one_parked_is_followed() {
     });
 }
 
+/// A subscription made after a swap that names the parked table has that
+/// table alone: the data nodes keep the pair (the old table, the one that
+/// replaced it) for the subscriptions made before, and capture the new
+/// table for this one too, but the client leaves its changes out (the
+/// table is not in the subscription and replaces none that was, by name,
+/// when it came: `resolve_copy`).
+#[test]
+fn a_later_subscription_to_the_parked_table_has_it_alone() {
+    let (_sandbox, mut admin, cluster) =
+        start("events-parked", "pk", "id INT PRIMARY KEY, v INT NOT NULL");
+    admin
+        .query_drop("CREATE TABLE pk.t_new (id INT PRIMARY KEY, v INT NOT NULL)")
+        .unwrap();
+    admin
+        .query_drop("RENAME TABLE pk.t TO pk.t_old, pk.t_new TO pk.t")
+        .expect("the swap");
+    let session = cluster.session().expect("session");
+    let mut sub = session
+        .subscribe(&["pk/def/t_old"], SubscribeOptions::default())
+        .expect("subscribe to the parked table");
+    for (table, id) in [("t", 2), ("t_old", 1), ("t", 3)] {
+        admin
+            .query_drop(format!("INSERT INTO pk.{table} (id, v) VALUES ({id}, 0)"))
+            .expect("insert");
+    }
+    admin
+        .query_drop("DROP TABLE pk.t_old")
+        .expect("drop the parked table");
+    let seen = record(&mut sub, "pk/def/t_old");
+    let rows: Vec<u64> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Row { id, .. } => Some(*id),
+            Seen::Schema(..) => None,
+        })
+        .collect();
+    assert_eq!(rows, [1], "the parked table's row, and only it: {seen:?}");
+}
+
 #[test]
 fn a_copys_blob_parts_are_followed_with_it() {
     let (_sandbox, mut admin, cluster) = start(
