@@ -147,6 +147,8 @@ fn insert(
             _ => {
                 let mut sink = Collect::default();
                 let mark = conn.session.diagnostics_mark();
+                let keyed = source_in_key_order(conn, source);
+                let source = keyed.as_ref().unwrap_or(source);
                 super::select::run(conn, source, params, placeholders, false, &mut sink)?;
                 if ctx.strict {
                     // The SELECT's warnings went to the session already.
@@ -2110,6 +2112,67 @@ fn fetch_targets(
         None,
     )?;
     Ok((rows, limit, planned))
+}
+
+/// An INSERT … SELECT's query over one table that names no order, reading
+/// the table in primary key order: MariaDB's InnoDB scans its clustered
+/// index, so the auto-increment values the rows get, and which of them
+/// REPLACE keeps where they collide, follow the key (Skarv's scan goes
+/// partition by partition). None for any other query (joins, grouping,
+/// DISTINCT, a union, a view, a table without a primary key).
+fn source_in_key_order(conn: &Conn<'_>, source: &ast::Query) -> Option<ast::Query> {
+    if source.order_by.is_some() || source.with.is_some() {
+        return None;
+    }
+    let ast::SetExpr::Select(select) = source.body.as_ref() else {
+        return None;
+    };
+    let grouped = !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+    if select.from.len() != 1
+        || !select.from[0].joins.is_empty()
+        || select.distinct.is_some()
+        || select.having.is_some()
+        || grouped
+        || super::cte::has_aggregate(select)
+    {
+        return None;
+    }
+    let ast::TableFactor::Table { name, alias, .. } = &select.from[0].relation else {
+        return None;
+    };
+    let table = table_of(conn, name).ok()?;
+    if table.hidden_key {
+        return None;
+    }
+    let qualifier = match alias {
+        Some(a) => a.name.clone(),
+        None => ast::Ident::new(last_ident(name)),
+    };
+    let def = table.native.def();
+    let keys = def
+        .primary_key
+        .iter()
+        .map(|&native| {
+            let column = &table.columns[table.sql_column(native)?];
+            Some(ast::OrderByExpr {
+                expr: ast::Expr::CompoundIdentifier(vec![
+                    qualifier.clone(),
+                    ast::Ident::with_quote('`', column.name.as_str()),
+                ]),
+                options: ast::OrderByOptions {
+                    sort: None,
+                    nulls_first: None,
+                },
+                with_fill: None,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let mut keyed = source.clone();
+    keyed.order_by = Some(ast::OrderBy {
+        kind: ast::OrderByKind::Expressions(keys),
+        interpolate: None,
+    });
+    Some(keyed)
 }
 
 /// Puts an UPDATE's rows in primary key order, the order MariaDB's

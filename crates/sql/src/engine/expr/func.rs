@@ -2024,11 +2024,18 @@ impl Func {
                 ),
                 other => {
                     // As BIGINT UNSIGNED bits: a fraction rounds, past
-                    // the type it is all ones, a negative number its two's
-                    // complement; a decimal through a double, as MariaDB's
-                    // HEX reads it.
+                    // the type (either end, for a double or a decimal,
+                    // read through a double) it is all ones, a negative
+                    // number its two's complement, as MariaDB's HEX reads it.
                     let n = match other {
-                        Val::Dec(_) => bits_of(&Val::Double(ctx.num_f64(other)), ctx),
+                        Val::Dec(_) | Val::Double(_) => {
+                            let f = ctx.num_f64(other);
+                            if f <= i64::MIN as f64 {
+                                u64::MAX
+                            } else {
+                                bits_of(&Val::Double(f), ctx)
+                            }
+                        }
                         _ => bits_of(other, ctx),
                     };
                     Val::str(format!("{n:X}"))

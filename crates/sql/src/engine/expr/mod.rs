@@ -2135,8 +2135,9 @@ impl<'a> Scope<'a> {
     }
 
     /// Whether `e` is an unsigned number by MariaDB's `unsigned_flag`: an
-    /// UNSIGNED or BIT column, ABS of one, a sum, difference or product
-    /// of two such DECIMALs, an unsigned integer.
+    /// UNSIGNED or BIT column, ABS, FLOOR, CEIL, ROUND or TRUNCATE of one,
+    /// IFNULL or COALESCE of such only, a sum, difference or product of
+    /// two such DECIMALs, an unsigned integer.
     fn unsigned_number(&self, e: &Expr) -> bool {
         match e {
             Expr::Col(c) => self
@@ -2148,7 +2149,13 @@ impl<'a> Scope<'a> {
             {
                 self.unsigned_number(a) && self.unsigned_number(b)
             }
-            Expr::Func(Func::Abs, args) if args.len() == 1 => self.unsigned_number(&args[0]),
+            Expr::Func(
+                Func::Abs | Func::Floor | Func::Ceil | Func::Round | Func::Truncate,
+                args,
+            ) if !args.is_empty() => self.unsigned_number(&args[0]),
+            Expr::Func(Func::IfNull | Func::Coalesce, args) => {
+                args.iter().all(|a| self.unsigned_number(a))
+            }
             _ => matches!(self.kind(e), Kind::Int { unsigned: true }),
         }
     }
