@@ -1030,21 +1030,34 @@ impl<'a> Scope<'a> {
                     };
                     // GREATEST and LEAST with a number compare numbers, as
                     // MariaDB's: an ENUM or SET among them is its index or
-                    // bits (and is the answer as such), and of strings and
-                    // numbers they are DOUBLEs (LEAST('x', 2) is 0).
+                    // bits, and of strings (ENUM and SET too) and numbers
+                    // they are DOUBLEs (LEAST('x', 2) is 0, GREATEST(1, s)
+                    // 3 of a DOUBLE).
                     if matches!(f, Func::Greatest | Func::Least)
                         && args.iter().any(|a| self.is_numeric(a))
                     {
+                        let members = args.iter().any(|a| self.is_member(a));
                         for (at, a) in args.iter_mut().enumerate() {
                             let x = number(at, std::mem::replace(a, Expr::Lit(Val::Null)));
                             *a = self.member_number(x);
                         }
                         let kinds: Vec<Kind> = args.iter().map(|a| self.kind(a)).collect();
-                        let string = kinds.iter().any(|k| matches!(k, Kind::Str { .. }));
+                        let string = members || kinds.iter().any(|k| matches!(k, Kind::Str { .. }));
                         if string && !kinds.iter().any(|k| k.is_temporal()) {
-                            for a in args.iter_mut() {
+                            for (a, kind) in args.iter_mut().zip(kinds) {
                                 let inner = std::mem::replace(a, Expr::Lit(Val::Null));
-                                *a = Expr::Cast(Box::new(inner), CastTo::Double);
+                                // A number keeps its decimals (GREATEST(id +
+                                // 0.5, e) shows 2.0); a string has none fixed.
+                                let d = match kind {
+                                    Kind::Str { .. } => NOT_FIXED_DECIMALS,
+                                    _ => self.decimals(&inner),
+                                };
+                                let double = Expr::Cast(Box::new(inner), CastTo::Double);
+                                *a = if d < NOT_FIXED_DECIMALS {
+                                    Expr::Cast(Box::new(double), CastTo::Decimals(d))
+                                } else {
+                                    double
+                                };
                             }
                         }
                     } else {
@@ -1977,16 +1990,21 @@ impl<'a> Scope<'a> {
                 Box::new(e),
                 CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, scale),
             ),
+            // A DOUBLE of alternatives keeps the value it took as it was
+            // (COALESCE(u, 2 + s) takes a BIGINT UNSIGNED): its text is
+            // the double's, `1.8446744073709552e19`, as MariaDB's.
+            (
+                Kind::Double,
+                Expr::Case(..)
+                | Expr::Func(
+                    Func::Coalesce | Func::IfNull | Func::If | Func::Greatest | Func::Least,
+                    _,
+                ),
+            ) => Expr::Cast(Box::new(e), CastTo::Double),
             _ => e,
         }
     }
 
-    /// `e` as the number arithmetic reads, when it is a DATETIME or TIME
-    /// with fractional digits: a DECIMAL of them (MariaDB's `a + 0` of a
-    /// DATETIME(3) is 20200101100000.500, not a rounded integer).
-    /// An ENUM or SET column in a numeric context: its member's index or
-    /// its bits, as MariaDB reads it there (`e + 1`, `s = 3`, `e IN (1,
-    /// 2)`); any other expression as it is.
     /// Lowers a condition (of WHERE, ON, AND, OR, NOT, IS TRUE, IF, a
     /// CASE's WHEN): see [`Scope::condition`].
     ///
@@ -2037,6 +2055,9 @@ impl<'a> Scope<'a> {
         self.member_number(as_number_literal(written, e))
     }
 
+    /// An ENUM or SET column in a numeric context: its member's index or
+    /// its bits, as MariaDB reads it there (`e + 1`, `s = 3`, `e IN (1,
+    /// 2)`); any other expression as it is.
     fn member_number(&self, e: Expr) -> Expr {
         let c = match e {
             Expr::Col(c) => c,
@@ -2180,6 +2201,9 @@ impl<'a> Scope<'a> {
         )
     }
 
+    /// `e` as the number arithmetic reads, when it is a DATETIME or TIME
+    /// with fractional digits: a DECIMAL of them (MariaDB's `a + 0` of a
+    /// DATETIME(3) is 20200101100000.500, not a rounded integer).
     fn temporal_number(&self, e: Expr) -> Expr {
         let (whole, fsp) = match self.kind(&e) {
             Kind::DateTime { fsp } => (DATETIME_NUMBER_DIGITS, fsp),
