@@ -116,6 +116,28 @@ pub fn fold_constants<'e>(
         .map(Cow::Owned))
 }
 
+/// [`fold_constants`] of a SELECT's WHERE (`numbers`). A WHERE that is
+/// constant as a whole is evaluated by the rows' rules: its warning is
+/// not the planning's, so it fails an INSERT … SELECT in strict mode, as
+/// MariaDB's (`WHERE 'apple' = -1` is 1292 there, while a constant
+/// conjunct among others only warns).
+pub fn fold_select_constants<'e>(
+    table: &TableInfo,
+    cond: Option<&'e Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<std::borrow::Cow<'e, Expr>>> {
+    match cond {
+        Some(c) if c.is_constant() => {
+            let v = c.eval(&[], ctx)?;
+            Ok(match ctx.truth(&v) {
+                Some(true) => None,
+                _ => Some(std::borrow::Cow::Owned(Expr::Lit(Val::Int(0)))),
+            })
+        }
+        _ => fold_constants(table, cond, true, ctx),
+    }
+}
+
 /// What a conjunct folds to.
 enum Folded {
     True,

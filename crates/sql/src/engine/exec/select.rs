@@ -1858,7 +1858,7 @@ fn stream(
     let mut committed = false;
     let result = (|| {
         let cond = match (&p.join, &p.table) {
-            (None, Some(table)) => plan::fold_constants(table, p.cond.as_ref(), true, &mut ctx)?,
+            (None, Some(table)) => plan::fold_select_constants(table, p.cond.as_ref(), &mut ctx)?,
             _ => None,
         };
         // A join's plan, or the one table's access.
@@ -2747,7 +2747,7 @@ fn found_of(
     let Some(table) = &p.table else {
         return Ok((found_without_table(p, ctx)?, false));
     };
-    let cond = plan::fold_constants(table, p.cond.as_ref(), true, ctx)?;
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
     let (access, filter) = single_access(table, p, cond.as_deref(), ctx)?;
     let plain = p.group.is_empty()
         && p.aggs.is_empty()

@@ -897,8 +897,14 @@ impl Func {
                     return Ok(Val::Null);
                 }
                 let y = args[1].eval(row, ctx)?;
-                let equal =
-                    !y.is_null() && compare(&x, &y, Some(Collation::Utf8mb4GeneralCi), ctx).is_eq();
+                // A third argument: the first as it compares (an ENUM's
+                // index beside a number), the first itself the value.
+                let coll = Some(Collation::Utf8mb4GeneralCi);
+                let equal = !y.is_null()
+                    && match args.get(2) {
+                        Some(c) => compare(&c.eval(row, ctx)?, &y, coll, ctx).is_eq(),
+                        None => compare(&x, &y, coll, ctx).is_eq(),
+                    };
                 return Ok(if equal { Val::Null } else { x });
             }
             F::UserVar => {

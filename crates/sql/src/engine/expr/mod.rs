@@ -1066,6 +1066,18 @@ impl<'a> Scope<'a> {
                             *a = self.member_number(x);
                         }
                     }
+                    // NULLIF compares as `=` does: an ENUM or SET beside a
+                    // number by its index or bits (NULLIF(e, 2) is NULL for
+                    // e's second member), while its value stays the first
+                    // argument's own (a third argument is its compared form).
+                    if let (Func::NullIf, [a, b]) = (&f, args.as_mut_slice()) {
+                        if self.is_member(b) && self.is_numeric(a) {
+                            *b = self.member_number(std::mem::replace(b, Expr::Lit(Val::Null)));
+                        } else if self.is_member(a) && self.is_numeric(b) {
+                            let compared = self.member_number(a.clone());
+                            args.push(compared);
+                        }
+                    }
                     if let (Func::If, Some(condition)) = (&f, args.first_mut()) {
                         // A truth value: a bit-value or 0x literal's number.
                         let c = number(0, std::mem::replace(condition, Expr::Lit(Val::Null)));
