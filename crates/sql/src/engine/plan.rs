@@ -153,6 +153,9 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
             has_constant_part(table, numbers, a) || has_constant_part(table, numbers, b)
         }
         Expr::Not(a) if !a.is_constant() => has_constant_part(table, numbers, a),
+        Expr::Xor(a, b) if !(a.is_constant() && b.is_constant()) => {
+            has_constant_part(table, numbers, a) || has_constant_part(table, numbers, b)
+        }
         other => {
             other.is_constant()
                 || number_vs_text(table, other).is_some()
@@ -384,6 +387,19 @@ fn fold_disjuncts(
     // So are those compared with a TIME column, as TIMEs.
     if numbers && time_vs_text(table, e) {
         return Ok(Folded::Expr(time_texts_read(e, ctx)));
+    }
+    // Under XOR too, each side as it folds (one that is not true is kept
+    // as it was: false and NULL differ there).
+    if let Expr::Xor(a, b) = e {
+        let mut side = |x: &Expr| -> SqlResult<Expr> {
+            Ok(match fold_disjuncts(table, numbers, x, ctx)? {
+                Folded::True => Expr::Lit(Val::Int(1)),
+                Folded::NotTrue => x.clone(),
+                Folded::Expr(x) => x,
+            })
+        };
+        let (a, b) = (side(a)?, side(b)?);
+        return Ok(Folded::Expr(Expr::Xor(Box::new(a), Box::new(b))));
     }
     // Under NOT too (`NOT ('date' = f)` reads 'date' before the rows).
     if let Expr::Not(inner) = e {

@@ -523,11 +523,18 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             _ => return fail(Misfit::Bad("datetime")),
         },
         SqlType::Time { fsp } => {
-            let m = match v {
-                Val::Time(m) => Some(*m),
-                Val::DateTime(_, t) => Some(crate::engine::expr::value::time_of_day_micros(*t)),
-                Val::Int(i) => parse_time(&i.to_string()),
-                other => parse_time(&other.to_text()),
+            let m = match (v, datetime_number(v)) {
+                (Val::Time(m), _) => Some(*m),
+                (Val::DateTime(_, t), _) => {
+                    Some(crate::engine::expr::value::time_of_day_micros(*t))
+                }
+                // Eight digits or more: a date and time's number, its time
+                // of day taken, as MariaDB's `Field_time::store` reads it.
+                (_, Some(n)) => value::datetime_of_number(n).map(|(_, t)| {
+                    crate::engine::expr::value::time_of_day_micros(t.unwrap_or_default())
+                }),
+                (Val::Int(i), None) => parse_time(&i.to_string()),
+                (other, None) => parse_time(&other.to_text()),
             };
             let Some(m) = m else {
                 return fail(Misfit::Bad("time"));
@@ -579,6 +586,20 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         }
     })
 }
+
+/// A positive integer of eight digits or more, which a TIME column reads
+/// as a date and time (`20240101123456` is 12:34:56), as MariaDB's does.
+fn datetime_number(v: &Val) -> Option<u64> {
+    let n = match v {
+        Val::Int(i) => u64::try_from(*i).ok()?,
+        Val::UInt(u) => *u,
+        _ => return None,
+    };
+    (n >= TIME_DATETIME_NUMBER_MIN).then_some(n)
+}
+
+/// The least number a TIME column reads as a date and time.
+const TIME_DATETIME_NUMBER_MIN: u64 = 10_000_000;
 
 /// The largest TIME, 838:59:59.999999, in microseconds.
 const TIME_MICROS_MAX: u64 = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
@@ -636,6 +657,8 @@ fn adjusted_special(
         }
         SqlType::Time { .. } if error.code == codes::TRUNCATED_WRONG_VALUE => {
             let parsed = match v {
+                // A number read as a date and time that is none: midnight.
+                _ if datetime_number(v).is_some() => None,
                 Val::Int(i) => parse_time(&i.to_string()),
                 other => parse_time(&other.to_text()),
             };
@@ -772,11 +795,17 @@ pub(crate) fn implicit_zero(ty: &SqlType) -> Option<Val> {
 pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> SqlResult<Value> {
     let error = match to_native(v, target, false) {
         Ok(value) => {
-            // A time of day dropped from a DATE: note 1265, as MariaDB's.
-            if matches!(target.column.ty, SqlType::Date)
-                && !matches!(v, Val::Date(_))
-                && date_time_of(v).is_some_and(|(_, t)| t != Time::default())
-            {
+            // A time of day dropped from a DATE, or a date from a TIME's
+            // number: note 1265, as MariaDB's.
+            let dropped = match target.column.ty {
+                SqlType::Date => {
+                    !matches!(v, Val::Date(_))
+                        && date_time_of(v).is_some_and(|(_, t)| t != Time::default())
+                }
+                SqlType::Time { .. } => datetime_number(v).is_some(),
+                _ => false,
+            };
+            if dropped {
                 ctx.note(codes::WARN_DATA_TRUNCATED, target.truncated());
             }
             return zero_date_in_mode(value, v, target, ctx);

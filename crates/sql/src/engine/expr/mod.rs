@@ -2538,6 +2538,13 @@ impl<'a> Scope<'a> {
                     if string {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
                         *e = self.year_column_text(self.bit_column_bytes(inner));
+                        // A number among strings is its text, as MariaDB's
+                        // VARCHAR of them gives it (HEX(COALESCE(n, e)) of
+                        // 5 is 35, not 5).
+                        if kind.is_numeric() && !self.is_member(e) {
+                            let inner = std::mem::replace(e, Expr::Lit(Val::Null));
+                            *e = Expr::Cast(Box::new(self.fixed_text(inner)), CastTo::Char);
+                        }
                     }
                     if kind.is_temporal() {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
