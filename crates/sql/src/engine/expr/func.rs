@@ -994,13 +994,30 @@ impl Func {
                 if v[0].is_null() {
                     return Ok(Val::Null);
                 }
-                let sep = s(0);
-                let parts: Vec<String> = v[1..]
-                    .iter()
-                    .filter(|x| !x.is_null())
-                    .map(Val::to_text)
-                    .collect();
-                Val::str(parts.join(&sep))
+                // Bytes as they are (a BIT's, a BLOB's), as CONCAT's: through
+                // text, bytes that are not UTF-8 became U+FFFD.
+                let text;
+                let sep: &[u8] = match &v[0] {
+                    Val::Str(b) => b,
+                    other => {
+                        text = other.to_text();
+                        text.as_bytes()
+                    }
+                };
+                let mut out = Vec::new();
+                for (at, x) in v[1..].iter().filter(|x| !x.is_null()).enumerate() {
+                    if at > 0 {
+                        out.extend_from_slice(sep);
+                    }
+                    match x {
+                        Val::Str(b) => out.extend_from_slice(b),
+                        other => out.extend_from_slice(other.to_text().as_bytes()),
+                    }
+                    if out.len() > STRING_RESULT_BYTES_MAX {
+                        return Ok(Val::Null);
+                    }
+                }
+                Val::Str(out)
             }
             F::IsNull => Val::Int(i64::from(v[0].is_null())),
             F::BitBytes => {
