@@ -966,6 +966,62 @@ impl Func {
             }
             v.push(x);
         }
+        // A string function given bytes that are not UTF-8 (a BLOB's, a
+        // BINARY's, a BIT's) works on bytes, as MariaDB's does on binary
+        // strings: each byte is read as one character (Latin-1) and
+        // written back as the byte it was. Through text they became
+        // U+FFFD. A binary string that is valid UTF-8 is still read by
+        // its characters.
+        if self.reads_characters()
+            && v.iter()
+                .any(|x| matches!(x, Val::Str(b) if std::str::from_utf8(b).is_err()))
+        {
+            if matches!(self, F::Upper | F::Lower) {
+                return Ok(v.swap_remove(0));
+            }
+            let chars = v
+                .into_iter()
+                .map(|x| match x {
+                    Val::Str(b) => Val::str(b.iter().map(|&c| char::from(c)).collect::<String>()),
+                    other => other,
+                })
+                .collect();
+            return Ok(match self.apply(args, chars, ctx)? {
+                Val::Str(text) => Val::Str(latin1_bytes(&text)),
+                other => other,
+            });
+        }
+        self.apply(args, v, ctx)
+    }
+
+    /// The string functions that count or cut characters (see `eval`).
+    fn reads_characters(self) -> bool {
+        use Func as F;
+        matches!(
+            self,
+            F::Substring
+                | F::Left
+                | F::Right
+                | F::Lpad
+                | F::Rpad
+                | F::Replace
+                | F::Reverse
+                | F::TrimBoth
+                | F::TrimLeading
+                | F::TrimTrailing
+                | F::Insert
+                | F::SubstringIndex
+                | F::Locate
+                | F::Instr
+                | F::CharLength
+                | F::Upper
+                | F::Lower
+        )
+    }
+
+    /// The call over its evaluated arguments `v`.
+    fn apply(self, args: &[Expr], v: Vec<Val>, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+        use Func as F;
         let null_in = v.iter().any(Val::is_null);
         let s = |i: usize| v[i].to_text();
         Ok(match self {
@@ -2650,6 +2706,21 @@ fn with_regex<T>(
         let (_, _, re) = last.as_ref().expect("just set");
         Ok(f(re))
     })
+}
+
+/// Text whose characters stand for bytes (`Func::eval` over bytes that
+/// are not UTF-8) back as those bytes; a character past U+00FF (from an
+/// argument that was text) as its UTF-8.
+fn latin1_bytes(text: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(text);
+    let mut out = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match u8::try_from(u32::from(c)) {
+            Ok(b) => out.push(b),
+            Err(_) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out
 }
 
 /// ELT's value: the argument taken, as text (a date's, a number's), as
