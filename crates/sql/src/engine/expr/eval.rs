@@ -475,8 +475,8 @@ pub fn val_kind(v: &Val) -> Kind {
 }
 
 fn arith_kind(op: Arith, a: Kind, b: Kind) -> Kind {
-    let is_temporal = |k: Kind| matches!(k, Kind::Date | Kind::DateTime { .. } | Kind::Time { .. });
-    let temporal = is_temporal(a) || is_temporal(b);
+    // A date or time among them makes the integer signed (`arith`).
+    let temporal = a.is_temporal() || b.is_temporal();
     let num = |k: Kind| match k {
         Kind::Str { .. } | Kind::Null => Kind::Double,
         Kind::Date | Kind::DateTime { .. } | Kind::Time { .. } => Kind::Int { unsigned: false },
@@ -517,7 +517,7 @@ fn dec_scale(k: Kind) -> u8 {
     }
 }
 
-/// A value as an exact decimal (None for what is a double).
+/// Whether the value is a date, a datetime or a time.
 fn is_temporal(v: &Val) -> bool {
     matches!(v, Val::Date(_) | Val::DateTime(..) | Val::Time(_))
 }
@@ -535,6 +535,7 @@ fn temporal_integer(v: Val) -> Val {
     }
 }
 
+/// A value as an exact decimal (None for what is a double).
 fn as_dec(v: &Val) -> Option<Dec> {
     match v {
         Val::Int(x) => Some(Dec::new(i128::from(*x), 0)),
