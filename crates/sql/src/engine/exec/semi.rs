@@ -20,7 +20,7 @@ use sqlparser::tokenizer::Location;
 
 use super::{table_scope, with_scope};
 use crate::engine::catalog::TableInfo;
-use crate::engine::expr::{CmpOp, Expr, ScopeColumn, Val};
+use crate::engine::expr::{split_and, CmpOp, Expr, ScopeColumn, Val};
 use crate::engine::plan::join::{Hints, JoinSpec, JoinTable, SemiKind, JOIN_TABLES_MAX};
 use crate::engine::Conn;
 use crate::error::{codes, SqlResult};
@@ -276,21 +276,6 @@ fn blank(c: &ScopeColumn) -> ScopeColumn {
         name: Arc::default(),
         table: Arc::default(),
         ..c.clone()
-    }
-}
-
-fn split_and<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
-    match e {
-        ast::Expr::BinaryOp {
-            left,
-            op: ast::BinaryOperator::And,
-            right,
-        } => {
-            split_and(left, out);
-            split_and(right, out);
-        }
-        ast::Expr::Nested(inner) => split_and(inner, out),
-        other => out.push(other),
     }
 }
 

@@ -1036,11 +1036,7 @@ impl Func {
                 }
                 let mut out = Vec::new();
                 for x in &v {
-                    match x {
-                        Val::Str(b) => out.extend_from_slice(b),
-                        other => out.extend_from_slice(other.to_text().as_bytes()),
-                    }
-                    if out.len() > STRING_RESULT_BYTES_MAX {
+                    if !push_bytes(&mut out, x) {
                         return Ok(Val::Null);
                     }
                 }
@@ -1065,11 +1061,7 @@ impl Func {
                     if at > 0 {
                         out.extend_from_slice(sep);
                     }
-                    match x {
-                        Val::Str(b) => out.extend_from_slice(b),
-                        other => out.extend_from_slice(other.to_text().as_bytes()),
-                    }
-                    if out.len() > STRING_RESULT_BYTES_MAX {
+                    if !push_bytes(&mut out, x) {
                         return Ok(Val::Null);
                     }
                 }
@@ -2706,6 +2698,16 @@ fn with_regex<T>(
         let (_, _, re) = last.as_ref().expect("just set");
         Ok(f(re))
     })
+}
+
+/// Appends a value's bytes (a string's as they are, anything else's
+/// text) for CONCAT and CONCAT_WS; false past `STRING_RESULT_BYTES_MAX`.
+fn push_bytes(out: &mut Vec<u8>, v: &Val) -> bool {
+    match v {
+        Val::Str(b) => out.extend_from_slice(b),
+        other => out.extend_from_slice(other.to_text().as_bytes()),
+    }
+    out.len() <= STRING_RESULT_BYTES_MAX
 }
 
 /// Text whose characters stand for bytes (`Func::eval` over bytes that

@@ -2026,18 +2026,12 @@ impl<'a> Scope<'a> {
     /// IN under OR or NOT, or of such a subquery) MariaDB's
     /// materialised IN reads it as its text.
     pub fn lower_condition(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
-        fn semi_joins(e: &ast::Expr, out: &mut Vec<usize>) {
-            match e {
-                ast::Expr::BinaryOp {
-                    left,
-                    op: ast::BinaryOperator::And,
-                    right,
-                } => {
-                    semi_joins(left, out);
-                    semi_joins(right, out);
-                }
-                ast::Expr::Nested(inner) => semi_joins(inner, out),
-                ast::Expr::In {
+        let mut conjuncts = Vec::new();
+        split_and(e, &mut conjuncts);
+        let found = conjuncts
+            .into_iter()
+            .filter(|c| {
+                matches!(c, ast::Expr::In {
                     target: ast::InTarget::Subquery(q),
                     negated: false,
                     ..
@@ -2045,15 +2039,10 @@ impl<'a> Scope<'a> {
                     if !s.from.is_empty()
                         && s.having.is_none()
                         && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
-                        && !crate::engine::exec::cte::has_aggregate(s)) =>
-                {
-                    out.push(e as *const ast::Expr as usize);
-                }
-                _ => {}
-            }
-        }
-        let mut found = Vec::new();
-        semi_joins(e, &mut found);
+                        && !crate::engine::exec::cte::has_aggregate(s)))
+            })
+            .map(|c| c as *const ast::Expr as usize)
+            .collect();
         let outer = std::mem::replace(&mut self.semi_join_ins, found);
         let lowered = self.lower(e);
         self.semi_join_ins = outer;
@@ -3813,6 +3802,22 @@ pub fn position_literal(e: &ast::Expr) -> Option<(bool, &str)> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// The AND-conjuncts of `e` as written (parentheses looked through).
+pub(crate) fn split_and<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            split_and(left, out);
+            split_and(right, out);
+        }
+        ast::Expr::Nested(inner) => split_and(inner, out),
+        other => out.push(other),
     }
 }
 
