@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use signal::{
     encode_frame, sub_change, BlockNumber, BlockRef, DictTableGroup, NodeId, Signal, SignalBody,
 };
-use skarv_client::schema_types::{Column, ColumnType, TableDef};
+use skarv_client::schema_types::TableDef;
 use skarv_client::{ChangeKind, Cluster, ClusterOptions, Event, SubscribeOptions, Value};
 
 mod standin;
-use standin::{greet, read_frame, registered, start_standin, Standin};
+use standin::{greet, kv_table_def, read_frame, registered, start_standin, Standin};
 
 const DATA_NODE: u8 = 2;
 /// The subscribed table's id, and its copy's.
@@ -35,19 +35,7 @@ const WAIT: Duration = Duration::from_secs(10);
 /// `t` as the dictionary holds it: the table, or (`copy`) the copy that
 /// replaces it.
 fn table_def(copy: bool) -> TableDef {
-    let mut def = TableDef::new(
-        "t",
-        if copy { COPY_ID } else { TABLE_ID },
-        vec![
-            Column::new("k", ColumnType::BigInt { unsigned: false }),
-            Column::new("v", ColumnType::BigInt { unsigned: false }),
-        ],
-    )
-    .primary_key(vec![0])
-    .partitions(1)
-    .build()
-    .expect("valid table");
-    def.version = 1;
+    let mut def = kv_table_def("t", if copy { COPY_ID } else { TABLE_ID });
     if copy {
         def.replaces = TABLE_ID;
     }

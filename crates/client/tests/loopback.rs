@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use proto::{OpBatchReader, OpKind, ResultWriter};
 use signal::{encode_frame, tc_flags, BlockRef, DictTableGroup, NodeId, Signal, SignalBody};
-use skarv_client::schema_types::{Column, ColumnType, TableDef};
+use skarv_client::schema_types::TableDef;
 use skarv_client::{
     codes, Cluster, ClusterOptions, Epoch, ExecMode, LockMode, Op, SpinMethod, Value,
 };
 use testkit::allocations;
 
 mod standin;
-use standin::{greet, read_frame, registered, start_standin, Standin};
+use standin::{greet, kv_table_def, read_frame, registered, start_standin, Standin};
 
 const DATA_NODE: u8 = 2;
 
@@ -65,20 +65,7 @@ impl Seen {
 }
 
 fn table_def() -> TableDef {
-    let mut def = TableDef::new(
-        "kv",
-        20,
-        vec![
-            Column::new("k", ColumnType::BigInt { unsigned: false }),
-            Column::new("v", ColumnType::BigInt { unsigned: false }),
-        ],
-    )
-    .primary_key(vec![0])
-    .partitions(1)
-    .build()
-    .expect("valid table");
-    def.version = 1;
-    def
+    kv_table_def("kv", 20)
 }
 
 fn answer(signal: &Signal, seen: &Seen) -> Option<SignalBody> {

@@ -12,12 +12,32 @@ use signal::{
     decode_frame, encode_frame, BlockNumber, BlockRef, NodeBitmask, NodeId, Signal, SignalBody,
     VERSION,
 };
+use skarv_client::schema_types::{Column, ColumnType, TableDef};
 
 /// The heartbeat interval a stand-in gives its API nodes, in ms: longer
 /// than any test. Tests count the writes a connection makes, and a
 /// heartbeat would be one more (on a loaded machine a 100 ms interval fell
 /// inside a count).
 pub const STANDIN_HEARTBEAT_MS: u32 = 600_000;
+
+/// A table of two BIGINT columns `k` (the key) and `v`, one partition,
+/// version 1: what a stand-in's dictionary holds.
+pub fn kv_table_def(name: &str, id: u32) -> TableDef {
+    let mut def = TableDef::new(
+        name,
+        id,
+        vec![
+            Column::new("k", ColumnType::BigInt { unsigned: false }),
+            Column::new("v", ColumnType::BigInt { unsigned: false }),
+        ],
+    )
+    .primary_key(vec![0])
+    .partitions(1)
+    .build()
+    .expect("valid table");
+    def.version = 1;
+    def
+}
 
 /// A stand-in's answer to `ApiRegReq`: started, no heartbeat within a
 /// test.
