@@ -5,12 +5,13 @@ answers compared. A difference is a bug unless docs/sql.md explains it;
 what it finds becomes a case of the SQL suite (NAME.test, recorded
 against MariaDB) once fixed.
 
-    tests/sql/difffuzz.py --skarv-port P --mariadb-port M [--seed S] [--queries N] [--dml]
+    tests/sql/difffuzz.py --skarv-port P --mariadb-port M [--seed S] [--queries N] [--dml] [--db D]
 
-Both servers get the database `difffuzz` (dropped first) with the same
-rows. The run depends on its seed only; each difference is printed with
-the query and both answers (rows, or the error code), at most --show of
-them, and the status is 1 when there was one. Needs PyMySQL.
+Both servers get the database `difffuzz` (or --db: concurrent runs need
+one each), dropped first, with the same rows. The run depends on its
+seed only; each difference is printed with the query and both answers
+(rows, or the error code), at most --show of them, and the status is 1
+when there was one. Needs PyMySQL.
 
 The queries keep to what both can answer the same way: every result is
 compared as a multiset unless the query orders by every selected column,
@@ -589,6 +590,8 @@ def main():
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--dml", action="store_true", help="writes instead of SELECTs")
+    ap.add_argument("--db", default="difffuzz",
+                    help="the database to (re)create on both servers; one per concurrent run")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     t1, t2 = rows(rng)
@@ -596,9 +599,9 @@ def main():
     for name, port in [("skarv", args.skarv_port), ("mariadb", args.mariadb_port)]:
         c = connect(port)
         with c.cursor() as cur:
-            cur.execute("DROP DATABASE IF EXISTS difffuzz")
-            cur.execute("CREATE DATABASE difffuzz")
-            cur.execute("USE difffuzz")
+            cur.execute("DROP DATABASE IF EXISTS `%s`" % args.db)
+            cur.execute("CREATE DATABASE `%s`" % args.db)
+            cur.execute("USE `%s`" % args.db)
             for ddl in SCHEMA:
                 cur.execute(ddl)
             cur.execute("INSERT INTO t1 VALUES " + ", ".join(

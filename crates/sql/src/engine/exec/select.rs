@@ -3829,7 +3829,7 @@ impl AggState {
                 st.squares += delta * (x - st.mean);
             }
             AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => {
-                let bits = expr::bits_of(&v, ctx);
+                let bits = expr::aggregate_bits_of(&v, ctx);
                 match spec.func {
                     AggFn::BitAnd => st.bits &= bits,
                     AggFn::BitOr => st.bits |= bits,

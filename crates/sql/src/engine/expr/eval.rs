@@ -288,6 +288,21 @@ impl<'a> Ctx<'a> {
         x
     }
 
+    /// A string read as a decimal (its number prefix), warning 1292 when it
+    /// is not wholly one; None when the prefix has more digits than a
+    /// decimal holds.
+    pub fn str_dec(&mut self, bytes: &[u8]) -> Option<Dec> {
+        let text = String::from_utf8_lossy(bytes);
+        let (prefix, whole) = str_number_prefix(&text);
+        if !whole {
+            self.warn(
+                codes::TRUNCATED_WRONG_VALUE,
+                format!("Truncated incorrect DECIMAL value: '{text}'"),
+            );
+        }
+        Dec::parse(prefix).or_else(|| Dec::of_double(prefix.parse().ok()?))
+    }
+
     /// Whether `v` is true as a condition (NULL: None): a string is read as
     /// a double, warning 1292 when it is not wholly one, as MariaDB's
     /// `Item::val_bool` reads it (`'a' AND 1`, `IF('x', …)`, `s IS TRUE`).
@@ -1453,6 +1468,49 @@ fn integer_text_rest(text: &str) -> Option<&str> {
     (rest.len() < unsigned.len()).then_some(rest)
 }
 
+/// A string read as an integer, as MariaDB's my_strtoll10 reads it: a
+/// fraction or an exponent is cut (a warning), trailing spaces too (a
+/// note); past `hi` or below BIGINT, the nearest of them and 1292. The
+/// value and whether it was clamped.
+pub fn string_integer(b: &[u8], hi: i128, ctx: &mut Ctx<'_>) -> (i128, bool) {
+    let text = String::from_utf8_lossy(b).into_owned();
+    let (prefix, _) = str_number_prefix(&text);
+    let whole = match integer_text_rest(&text) {
+        Some("") => true,
+        Some(rest) if rest.trim_matches(' ').is_empty() => {
+            ctx.note(
+                codes::TRUNCATED_WRONG_VALUE,
+                format!("Truncated incorrect INTEGER value: '{text}'"),
+            );
+            true
+        }
+        _ => {
+            ctx.warn(
+                codes::TRUNCATED_WRONG_VALUE,
+                format!("Truncated incorrect INTEGER value: '{text}'"),
+            );
+            false
+        }
+    };
+    let int_part = prefix.split(['.', 'e', 'E']).next().unwrap_or("");
+    let lo = i128::from(i64::MIN);
+    let digits = int_part.trim_start_matches(['-', '+']);
+    let (i, past_i128) = match int_part.parse::<i128>() {
+        Ok(i) => (i, false),
+        Err(_) if digits.is_empty() => (0, false),
+        Err(_) if int_part.starts_with('-') => (lo, true),
+        Err(_) => (hi, true),
+    };
+    let clamped = past_i128 || !(lo..=hi).contains(&i);
+    if whole && clamped {
+        ctx.warn(
+            codes::TRUNCATED_WRONG_VALUE,
+            format!("Truncated incorrect INTEGER value: '{text}'"),
+        );
+    }
+    (i.clamp(lo, hi), clamped)
+}
+
 /// `CAST(v AS to)`.
 pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     if v.is_null() {
@@ -1517,48 +1575,12 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                     }
                 }
                 Val::Str(b) => {
-                    let text = String::from_utf8_lossy(b).into_owned();
-                    let (prefix, _) = str_number_prefix(&text);
-                    // Read as an integer, as MariaDB's my_strtoll10: a
-                    // fraction or an exponent is cut (a warning), trailing
-                    // spaces too (a note).
-                    let whole = match integer_text_rest(&text) {
-                        Some("") => true,
-                        Some(rest) if rest.trim_matches(' ').is_empty() => {
-                            ctx.note(
-                                codes::TRUNCATED_WRONG_VALUE,
-                                format!("Truncated incorrect INTEGER value: '{text}'"),
-                            );
-                            true
-                        }
-                        _ => {
-                            ctx.warn(
-                                codes::TRUNCATED_WRONG_VALUE,
-                                format!("Truncated incorrect INTEGER value: '{text}'"),
-                            );
-                            false
-                        }
-                    };
-                    let int_part = prefix.split(['.', 'e', 'E']).next().unwrap_or("");
-                    // Past BIGINT UNSIGNED or below BIGINT: the nearest of
-                    // them and 1292, as MariaDB's (then wrapped to the type
-                    // below, as an integer is: `'99…9' AS SIGNED` is -1).
-                    let (lo, hi) = (i128::from(i64::MIN), i128::from(u64::MAX));
-                    let digits = int_part.trim_start_matches(['-', '+']);
-                    let (i, past_i128) = match int_part.parse::<i128>() {
-                        Ok(i) => (i, false),
-                        Err(_) if digits.is_empty() => (0, false),
-                        Err(_) if int_part.starts_with('-') => (lo, true),
-                        Err(_) => (hi, true),
-                    };
-                    clamped = past_i128 || !(lo..=hi).contains(&i);
-                    if whole && clamped {
-                        ctx.warn(
-                            codes::TRUNCATED_WRONG_VALUE,
-                            format!("Truncated incorrect INTEGER value: '{text}'"),
-                        );
-                    }
-                    i.clamp(lo, hi)
+                    // Past BIGINT UNSIGNED: its end, then wrapped to the
+                    // type below as an integer is (`'99…9' AS SIGNED` is
+                    // -1), as MariaDB's.
+                    let (i, past) = string_integer(b, i128::from(u64::MAX), ctx);
+                    clamped = past;
+                    i
                 }
                 other => other.temporal_number().round_i128(),
             };
@@ -1631,17 +1653,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         &CastTo::Decimal(p, s) => {
             let d = match &v {
                 Val::Double(f) => Dec::of_double(*f),
-                Val::Str(b) => {
-                    let text = String::from_utf8_lossy(b).into_owned();
-                    let (prefix, whole) = str_number_prefix(&text);
-                    if !whole {
-                        ctx.warn(
-                            codes::TRUNCATED_WRONG_VALUE,
-                            format!("Truncated incorrect DECIMAL value: '{text}'"),
-                        );
-                    }
-                    Dec::parse(prefix).or_else(|| Dec::of_double(prefix.parse().ok()?))
-                }
+                Val::Str(b) => ctx.str_dec(b),
                 other => as_dec(other),
             }
             .unwrap_or(Dec::new(0, 0));

@@ -2100,11 +2100,13 @@ impl Func {
                     // number its two's complement, as MariaDB's HEX reads it.
                     let n = match other {
                         Val::Dec(_) | Val::Double(_) => {
-                            let f = ctx.num_f64(other);
-                            if f <= i64::MIN as f64 {
+                            let f = ctx.num_f64(other).round();
+                            if f <= i64::MIN as f64 || f >= u64::MAX as f64 {
                                 u64::MAX
+                            } else if f < 0.0 {
+                                f as i64 as u64
                             } else {
-                                bits_of(&Val::Double(f), ctx)
+                                f as u64
                             }
                         }
                         _ => bits_of(other, ctx),
@@ -3488,34 +3490,100 @@ fn str_to_date(text: &str, format: &str) -> Option<(Date, Option<Time>)> {
     Some((d, timed.then_some(t)))
 }
 
+/// A value of BIT_AND, BIT_OR or BIT_XOR as MariaDB's aggregates take it:
+/// through BIGINT (`val_int`), not a bit operator's decimal. A decimal
+/// rounds half up, a double half to even, a string is read as an
+/// integer; past BIGINT, its end with a warning (so 1e19 is 2^63 - 1).
+pub fn aggregate_bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
+    let (lo, hi) = (i128::from(i64::MIN), i128::from(i64::MAX));
+    let overflow = |shown: String, ctx: &mut Ctx<'_>| {
+        ctx.warn(
+            crate::error::codes::DATA_OVERFLOW,
+            format!("Got overflow when converting '{shown}' to INT. Value truncated"),
+        );
+    };
+    let i = match v {
+        Val::Int(i) => return *i as u64,
+        Val::UInt(u) => return *u,
+        Val::Dec(d) => {
+            let i = d.round_i128();
+            if !(lo..=hi).contains(&i) {
+                overflow(d.to_text(), ctx);
+            }
+            i.clamp(lo, hi)
+        }
+        Val::Double(f) => {
+            let r = f.round_ties_even();
+            // i64::MAX as a double is 2^63, already past it.
+            if r < i64::MIN as f64 || r >= i64::MAX as f64 {
+                overflow(v.to_text(), ctx);
+            }
+            i128::from(r as i64)
+        }
+        Val::Str(b) => super::eval::string_integer(b, hi, ctx).0,
+        other => other.temporal_number().round_i128().clamp(lo, hi),
+    };
+    i as i64 as u64
+}
+
 /// An operand of a bit operator as MySQL takes it: 64 bits, a negative
 /// integer in two's complement, any other number rounded to an integer
 /// and clamped to the signed or unsigned 64-bit range.
 pub fn bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
+    // A decimal exactly, rounded (a double would lose the low bits of
+    // 2^64 - 372: BIT_COUNT is 60, not 64); past the range, its end with
+    // MariaDB's warning.
+    let of_decimal = |d: Dec, ctx: &mut Ctx<'_>| {
+        let i = d.round_i128();
+        let (clamped, ty) = if i < 0 {
+            (i.max(i128::from(i64::MIN)), "INT")
+        } else {
+            (i.min(i128::from(u64::MAX)), "UNSIGNED INT")
+        };
+        if clamped != i {
+            ctx.warn(
+                crate::error::codes::DATA_OVERFLOW,
+                format!(
+                    "Got overflow when converting '{}' to {ty}. Value truncated",
+                    d.to_text()
+                ),
+            );
+        }
+        if i < 0 {
+            clamped as i64 as u64
+        } else {
+            clamped as u64
+        }
+    };
+    let of_double = |f: f64| {
+        let f = f.round();
+        if f >= u64::MAX as f64 {
+            u64::MAX
+        } else if f <= i64::MIN as f64 {
+            i64::MIN as u64
+        } else if f < 0.0 {
+            f as i64 as u64
+        } else {
+            f as u64
+        }
+    };
     match v {
         Val::Int(i) => *i as u64,
         Val::UInt(u) => *u,
-        // A decimal exactly, rounded (a double would lose the low bits of
-        // 2^64 - 372: BIT_COUNT is 60, not 64).
-        Val::Dec(d) => {
-            let i = d.round_i128();
-            if i < 0 {
-                i.max(i128::from(i64::MIN)) as i64 as u64
-            } else {
-                i.min(i128::from(u64::MAX)) as u64
-            }
-        }
-        other => {
-            let f = ctx.num_f64(other).round();
-            if f >= u64::MAX as f64 {
-                u64::MAX
-            } else if f <= i64::MIN as f64 {
-                i64::MIN as u64
-            } else if f < 0.0 {
-                f as i64 as u64
-            } else {
-                f as u64
-            }
-        }
+        Val::Dec(d) => of_decimal(*d, ctx),
+        // MariaDB reads any other operand as a decimal: a string exactly
+        // (warning of a DECIMAL value), a double as its shortest digits
+        // (2^63 is 9223372036854776000, so `2^63 >> 1` is
+        // 4611686018427388000, not 2^62). Past a decimal's digits, the
+        // double clamps.
+        Val::Str(b) => match ctx.str_dec(b) {
+            Some(d) => of_decimal(d, ctx),
+            None => of_double(v.to_f64().0),
+        },
+        Val::Double(f) => match Dec::of_double(*f) {
+            Some(d) => of_decimal(d, ctx),
+            None => of_double(*f),
+        },
+        other => of_double(ctx.num_f64(other)),
     }
 }

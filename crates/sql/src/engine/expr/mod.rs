@@ -21,7 +21,7 @@ use sqlparser::tokenizer::Location;
 
 pub use eval::{Ctx, Env};
 pub use func::Func;
-pub use func::{bits_of, compared_time, stored_time};
+pub use func::{aggregate_bits_of, compared_time, stored_time};
 pub use value::{Dec, Val};
 pub use window::{Frame, FrameBound, WinFn, WinSpec};
 
@@ -2529,8 +2529,9 @@ impl<'a> Scope<'a> {
                         *e = self.year_column_text(self.bit_column_bytes(inner));
                         // A number among strings is its text, as MariaDB's
                         // VARCHAR of them gives it (HEX(COALESCE(n, e)) of
-                        // 5 is 35, not 5).
-                        if kind.is_numeric() && !self.is_member(e) {
+                        // 5 is 35, not 5). A BIT is no longer one: its
+                        // bytes stay binary, as MariaDB's result is.
+                        if self.kind(e).is_numeric() && !self.is_member(e) {
                             let inner = std::mem::replace(e, Expr::Lit(Val::Null));
                             *e = Expr::Cast(Box::new(self.fixed_text(inner)), CastTo::Char);
                         }
