@@ -158,6 +158,7 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
         }
         other => {
             other.is_constant()
+                || never_null_test(table, other).is_some()
                 || number_vs_text(table, other).is_some()
                 || (numbers
                     && (time_vs_text(table, other)
@@ -165,6 +166,22 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
                         || number_between_texts(table, other).is_some()))
         }
     }
+}
+
+/// `col IS [NOT] NULL` of a column that is never NULL: whether it is
+/// true (IS NOT NULL). MariaDB folds it before the rows, so an OR of it
+/// and a key's condition reads the key's range only. Not a DATE or
+/// DATETIME: IS NULL finds a NOT NULL one's zero date.
+fn never_null_test(table: &TableInfo, e: &Expr) -> Option<bool> {
+    let Expr::IsNull(x, negated) = e else {
+        return None;
+    };
+    let Expr::Col(c) = **x else {
+        return None;
+    };
+    let column = table.columns.get(c)?;
+    let zero_date = matches!(column.ty, SqlType::Date | SqlType::DateTime { .. });
+    (!column.nullable && !zero_date).then_some(*negated)
 }
 
 /// A comparison of a number column with a string literal: the column's
@@ -323,6 +340,9 @@ fn fold_disjuncts(
             Some(true) => Folded::True,
             _ => Folded::NotTrue,
         });
+    }
+    if let Some(truth) = never_null_test(table, e) {
+        return Ok(if truth { Folded::True } else { Folded::NotTrue });
     }
     // A string compared with a number column is read as a number once, as
     // MariaDB caches it (its warning once, not per row).

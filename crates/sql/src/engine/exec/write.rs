@@ -1535,9 +1535,23 @@ fn whole_row(
             row: row_number,
             tz_secs,
         };
-        row.push((column.native, to_native(&old[at], &target, false)?));
+        row.push((column.native, stored_again(&old[at], &target)?));
     }
     Ok(row)
+}
+
+/// A value read from a row, stored as it was: as [`to_native`], but an
+/// ENUM's error value '' (index 0, which a non-strict or IGNORE write
+/// stores) stays index 0, where a write of '' is 1265. Without it an
+/// UPDATE of the primary key (a delete and an insert of the whole row),
+/// or a statement's undo, failed on a column it did not write.
+fn stored_again(v: &Val, target: &Target<'_>) -> SqlResult<Value> {
+    if let (super::SqlType::Enum(members), Val::Str(b)) = (&target.column.ty, v) {
+        if b.is_empty() && !members.iter().any(String::is_empty) {
+            return Ok(Value::UInt(0));
+        }
+    }
+    to_native(v, target, false)
 }
 
 /// MariaDB's strict mode for INSERT, REPLACE and UPDATE (not IGNORE, not
@@ -1608,7 +1622,7 @@ fn row_after(table: &TableInfo, old: &[Val], changes: &[(usize, Value)]) -> Vec<
                     // Old values are the session's; 0 keeps them as they are.
                     tz_secs: 0,
                 };
-                to_native(&old[at], &target, false).unwrap_or(Value::Null)
+                stored_again(&old[at], &target).unwrap_or(Value::Null)
             }
         };
         row.push((column.native, value));
