@@ -1584,6 +1584,114 @@ pub fn run(
     answer(conn, plans, params, more, sink)
 }
 
+/// Stores a row's values ([`first_error_in_key_order`]): the row's place
+/// among those read, its values.
+pub(crate) type StoreRow<'a> = dyn FnMut(usize, Vec<Val>, &mut Ctx<'_>) -> SqlResult<()> + 'a;
+
+/// What a strict INSERT … SELECT from one table fails on first when its
+/// rows are run as MariaDB runs them: read in primary key order (its
+/// clustered index), each tested by WHERE, its values made and then
+/// stored (`store`, given the row's place among those read) before the
+/// next row is read, so that a warning of the fifth row's WHERE comes
+/// after a value of the second that does not fit. Skarv's own run tests every row, then makes every row's values,
+/// then stores them; the statement fails either way, and this finds the
+/// error MariaDB names. Run only once the statement has failed (it reads
+/// the rows again). None: no error found, or the query is not of that
+/// shape (a join, grouping, DISTINCT, ORDER BY, correlated subqueries, a
+/// UNION), and the caller keeps its own error.
+pub(crate) fn first_error_in_key_order(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    params: &[Val],
+    placeholders: &[Location],
+    store: &mut StoreRow<'_>,
+) -> SqlResult<Option<SqlError>> {
+    if q.order_by.is_some() || q.with.is_some() || !matches!(q.body.as_ref(), SetExpr::Select(_)) {
+        return Ok(None);
+    }
+    let plans = plan_query(conn, q, placeholders, Some(params))?;
+    let [p] = plans.planned.as_slice() else {
+        return Ok(None);
+    };
+    let simple = p.join.is_none()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && p.group.is_empty()
+        && p.aggs.is_empty()
+        && p.windows.is_empty()
+        && p.having.is_none()
+        && p.order.is_empty()
+        && !p.distinct
+        && p.rows.is_none()
+        && !plans.calc_found_rows;
+    let (true, Some(table)) = (simple, &p.table) else {
+        return Ok(None);
+    };
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let strict = |ctx: &mut Ctx<'_>| {
+        super::write::abort_on_warning(true, std::mem::take(&mut ctx.warnings)).err()
+    };
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), &mut ctx)?;
+    if let Some(error) = strict(&mut ctx) {
+        return Ok(Some(error));
+    }
+    let (access, _) = single_access(table, p, cond.as_deref(), &mut ctx)?;
+    ctx.warnings.clear();
+    let tx = txn::take(conn)?;
+    let rows = fetch(
+        &tx, table, &access, None, None, false, None, &mut ctx, None, None, None,
+    );
+    let mut rows = txn::finish(conn, tx, rows)?;
+    super::write::in_key_order(table, &mut rows);
+    let offset = usize::try_from(p.offset).unwrap_or(usize::MAX);
+    let limit = p
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let mut passed = 0usize;
+    let mut made = 0usize;
+    // `store` is told the row's number as MariaDB's warnings count it:
+    // the rows read so far, those WHERE rejected too.
+    for (read, (row, _)) in rows.into_iter().enumerate() {
+        if made >= limit {
+            break;
+        }
+        ctx.warnings.clear();
+        let pass = match &cond {
+            Some(c) => match c.test(&row, &mut ctx) {
+                Ok(pass) => pass,
+                Err(error) => return Ok(Some(error)),
+            },
+            None => true,
+        };
+        if let Some(error) = strict(&mut ctx) {
+            return Ok(Some(error));
+        }
+        if !pass {
+            continue;
+        }
+        passed += 1;
+        if passed <= offset {
+            continue;
+        }
+        let mut values = Vec::with_capacity(p.items.len());
+        for item in &p.items {
+            match item.eval(&row, &mut ctx) {
+                Ok(v) => values.push(v),
+                Err(error) => return Ok(Some(error)),
+            }
+        }
+        if let Some(error) = strict(&mut ctx) {
+            return Ok(Some(error));
+        }
+        if let Err(error) = store(read, values, &mut ctx) {
+            return Ok(Some(error));
+        }
+        made += 1;
+    }
+    Ok(None)
+}
+
 /// Whether `q` is `SELECT … INTO …` (the INTO on its last SELECT, as
 /// for a UNION's): its rows go to variables, not to the client
 /// ([`run_into`]).

@@ -107,6 +107,7 @@ fn insert(
     // each one's values left.
     let mut rows: Vec<Vec<Given>> = Vec::new();
     let mut evaluated: Vec<Vec<(u16, String)>> = Vec::new();
+    let mut row_by_row: Option<&ast::Query> = None;
     if !ins.assignments.is_empty() {
         let values: Vec<&ast::Expr> = ins.assignments.iter().map(|a| &a.value).collect();
         rows.push(eval_row(
@@ -148,6 +149,10 @@ fn insert(
                 let mut sink = Collect::default();
                 let mark = conn.session.diagnostics_mark();
                 let keyed = source_in_key_order(conn, source);
+                // The query MariaDB would run row by row, for its error.
+                if keyed.is_some() && ctx.strict && ins.on.is_none() {
+                    row_by_row = Some(source);
+                }
                 let source = keyed.as_ref().unwrap_or(source);
                 super::select::run(conn, source, params, placeholders, false, &mut sink)?;
                 if ctx.strict {
@@ -158,7 +163,10 @@ fn insert(
                         .map(|n| SqlError::new(n.code, n.message.clone()));
                     if let Some(error) = first {
                         conn.session.rewind_diagnostics(mark);
-                        return Err(error);
+                        let replayed = row_by_row.and_then(|q| {
+                            first_error_row_by_row(conn, q, params, placeholders, &table, &targets)
+                        });
+                        return Err(replayed.unwrap_or(error));
                     }
                 }
                 for r in sink.rows {
@@ -216,7 +224,16 @@ fn insert(
             send_now: false,
         },
         &mut ctx,
-    )?;
+    );
+    let written = match (written, row_by_row) {
+        (Err(error), Some(q)) if VALUE_ERRORS.contains(&error.code) => {
+            let mark = conn.session.diagnostics_mark();
+            let replayed = first_error_row_by_row(conn, q, params, placeholders, &table, &targets);
+            conn.session.rewind_diagnostics(mark);
+            return Err(replayed.unwrap_or(error));
+        }
+        (written, _) => written?,
+    };
     let Written {
         affected,
         duplicates,
@@ -1560,7 +1577,10 @@ fn stored_again(v: &Val, target: &Target<'_>) -> SqlResult<Value> {
 /// MariaDB's `abort_on_warning` does; otherwise the warnings are handed
 /// back. The write statements evaluate every row before they write one,
 /// so nothing is written when this fails.
-fn abort_on_warning(strict: bool, warnings: Vec<(u16, String)>) -> SqlResult<Vec<(u16, String)>> {
+pub(crate) fn abort_on_warning(
+    strict: bool,
+    warnings: Vec<(u16, String)>,
+) -> SqlResult<Vec<(u16, String)>> {
     if !strict {
         return Ok(warnings);
     }
@@ -2046,7 +2066,32 @@ fn has_unique(def: &schema::TableDef) -> bool {
 }
 
 /// A row an UPDATE or DELETE touches: its values and its primary key.
-type TargetRow = (Vec<Val>, Vec<Value>);
+pub(crate) type TargetRow = (Vec<Val>, Vec<Value>);
+
+/// An UPDATE's or DELETE's WHERE folded as MariaDB's optimizer reads it
+/// before the rows: constants first, then the string literals compared
+/// with number columns (what its first row reads, their warnings the
+/// rows'). Also how many warnings `ctx` holds after the first fold (the
+/// planning's).
+fn fold_target_cond<'e>(
+    table: &TableInfo,
+    cond: Option<&'e Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<(Option<std::borrow::Cow<'e, Expr>>, usize)> {
+    use std::borrow::Cow;
+    let folded = match plan::fold_constants(table, cond, false, ctx)? {
+        Some(Cow::Owned(c)) => Some(c),
+        Some(Cow::Borrowed(_)) => None,
+        None => return Ok((None, ctx.warnings.len())),
+    };
+    let planned = ctx.warnings.len();
+    let cond = match folded {
+        Some(folded) => plan::fold_constants(table, Some(&folded), true, ctx)?
+            .map(|c| Cow::Owned(c.into_owned())),
+        None => plan::fold_constants(table, cond, true, ctx)?,
+    };
+    Ok((cond, planned))
+}
 
 /// The rows an UPDATE or DELETE may touch, locked: those its early
 /// conjuncts pass (a LIMIT stops the read when nothing is tested or
@@ -2092,20 +2137,7 @@ fn fetch_targets(
     if limit == Some(0) {
         return Ok((Vec::new(), limit, ctx.warnings.len()));
     }
-    // Constants first (what MariaDB's optimizer evaluates), then the
-    // string literals compared with number columns (what its first row
-    // reads): their warnings are the rows'.
-    let folded = match plan::fold_constants(table, cond.as_ref(), false, ctx)? {
-        Some(std::borrow::Cow::Owned(c)) => Some(Some(c)),
-        Some(std::borrow::Cow::Borrowed(_)) => None,
-        None => Some(None),
-    };
-    let base = match &folded {
-        Some(folded) => folded.as_ref(),
-        None => cond.as_ref(),
-    };
-    let planned = ctx.warnings.len();
-    let cond = plan::fold_constants(table, base, true, ctx)?;
+    let (cond, planned) = fold_target_cond(table, cond.as_ref(), ctx)?;
     let (access, filter) = plan::access(table, cond.as_deref(), ctx)?;
     let stop = if order.is_empty() && late.is_none() {
         limit
@@ -2126,6 +2158,146 @@ fn fetch_targets(
         None,
     )?;
     Ok((rows, limit, planned))
+}
+
+/// The errors of a value that does not go into its column (or of making
+/// it), after which a failed INSERT … SELECT looks for the one MariaDB
+/// meets first ([`first_error_row_by_row`]). Not a duplicate key: the
+/// rows before it are written.
+const VALUE_ERRORS: [u16; 9] = [
+    codes::BAD_NULL,
+    codes::OUT_OF_RANGE,
+    codes::DATA_OUT_OF_RANGE,
+    codes::TRUNCATED_WRONG_VALUE,
+    codes::WARN_DATA_TRUNCATED,
+    codes::DATA_TOO_LONG,
+    codes::TRUNCATED_WRONG_VALUE_FOR_FIELD,
+    codes::DIVISION_BY_ZERO,
+    codes::ILLEGAL_VALUE_FOR_TYPE,
+];
+
+/// The error a strict INSERT … SELECT from one table that failed would
+/// meet first as MariaDB runs it, row by row in key order, each row's
+/// values stored into `targets` as [`write_rows`] stores them
+/// ([`super::select::first_error_in_key_order`]). None: not found, and
+/// the statement's own error stands.
+fn first_error_row_by_row(
+    conn: &mut Conn<'_>,
+    source: &ast::Query,
+    params: &[Val],
+    placeholders: &[Location],
+    table: &TableInfo,
+    targets: &[usize],
+) -> Option<SqlError> {
+    let auto_col = table.columns.iter().position(|c| c.auto_increment);
+    let mut store = |n: usize, values: Vec<Val>, ctx: &mut Ctx<'_>| -> SqlResult<()> {
+        if values.len() != targets.len() {
+            return Ok(());
+        }
+        ctx.strict = true;
+        let stored = values.iter().zip(targets).try_for_each(|(v, &at)| {
+            let column = &table.columns[at];
+            let generated =
+                Some(at) == auto_col && (v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)));
+            if generated {
+                return Ok(());
+            }
+            let target = Target {
+                column,
+                db: &table.db,
+                table: &table.name,
+                row: n + 1,
+                tz_secs: ctx.env.tz_secs,
+            };
+            super::convert::store(v, &target, ctx).map(|_| ())
+        });
+        ctx.strict = false;
+        stored?;
+        abort_on_warning(true, std::mem::take(&mut ctx.warnings)).map(|_| ())
+    };
+    let mark = conn.session.diagnostics_mark();
+    let found =
+        super::select::first_error_in_key_order(conn, source, params, placeholders, &mut store);
+    conn.session.rewind_diagnostics(mark);
+    found.ok().flatten()
+}
+
+/// The error a strict UPDATE that failed would meet first as MariaDB
+/// runs it: row by row in key order, each tested by WHERE and its new
+/// values made (`changes_of`) before the next is read, where Skarv's run
+/// tests every row first (`WHERE a < f OR b = a` warning of a later
+/// row's text before the first row's `MOD(f, 0)`). Run once the
+/// statement has failed (it reads the rows again). None: not found, and
+/// the statement's own error stands.
+fn first_update_error_row_by_row(
+    conn: &mut Conn<'_>,
+    table: &Arc<TableInfo>,
+    targets: &Targets,
+    assignments: &[(usize, Expr)],
+    checks: &[Check],
+    params: &[Val],
+) -> Option<SqlError> {
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.strict = true;
+    let strict =
+        |ctx: &mut Ctx<'_>| abort_on_warning(true, std::mem::take(&mut ctx.warnings)).err();
+    let mark = conn.session.diagnostics_mark();
+    let found = (|| -> SqlResult<Option<SqlError>> {
+        let limit = match &targets.limit {
+            Some(l) => match l.eval(&[], &mut ctx)? {
+                Val::Int(i) if i >= 0 => usize::try_from(i).unwrap_or(usize::MAX),
+                Val::UInt(u) => usize::try_from(u).unwrap_or(usize::MAX),
+                _ => return Ok(None),
+            },
+            None => usize::MAX,
+        };
+        let (cond, planned) = fold_target_cond(table, targets.cond.as_ref(), &mut ctx)?;
+        let rows_warnings = ctx.warnings.split_off(planned.min(ctx.warnings.len()));
+        if let Err(error) = abort_on_warning(true, rows_warnings) {
+            return Ok(Some(error));
+        }
+        let (access, _) = plan::access(table, cond.as_deref(), &mut ctx)?;
+        ctx.warnings.clear();
+        let tx = txn::take(conn)?;
+        let rows = fetch(
+            &tx, table, &access, None, None, false, None, &mut ctx, None, None, None,
+        );
+        let mut rows = txn::finish(conn, tx, rows)?;
+        in_key_order(table, &mut rows);
+        let mut matched = 0usize;
+        // A row's number counts the rows read, as MariaDB's does (Skarv's
+        // own run counts those matched).
+        for (read, (old, _)) in rows.into_iter().enumerate() {
+            if matched >= limit {
+                break;
+            }
+            ctx.warnings.clear();
+            let pass = match &cond {
+                Some(c) => match c.test(&old, &mut ctx) {
+                    Ok(pass) => pass,
+                    Err(error) => return Ok(Some(error)),
+                },
+                None => true,
+            };
+            if let Some(error) = strict(&mut ctx) {
+                return Ok(Some(error));
+            }
+            if !pass {
+                continue;
+            }
+            matched += 1;
+            if let Err(error) = changes_of(table, &old, assignments, checks, &mut ctx, read + 1) {
+                return Ok(Some(error));
+            }
+            if let Some(error) = strict(&mut ctx) {
+                return Ok(Some(error));
+            }
+        }
+        Ok(None)
+    })();
+    conn.session.rewind_diagnostics(mark);
+    found.ok().flatten()
 }
 
 /// An INSERT … SELECT's query over one table that names no order, reading
@@ -2193,7 +2365,7 @@ fn source_in_key_order(conn: &Conn<'_>, source: &ast::Query) -> Option<ast::Quer
 /// InnoDB reads them in: which row an UPDATE IGNORE leaves when two would
 /// take one unique value, and which row's error a failing UPDATE reports,
 /// are then MariaDB's (the data nodes return a scan's rows in hash order).
-fn in_key_order(table: &TableInfo, rows: &mut Vec<TargetRow>) {
+pub(crate) fn in_key_order(table: &TableInfo, rows: &mut Vec<TargetRow>) {
     if rows.len() < 2 {
         return;
     }
@@ -2452,10 +2624,24 @@ fn update(
             })
         }
     };
+    // A strict UPDATE that fails on a value fails on the one MariaDB
+    // meets first, row by row (not with ORDER BY, nor subqueries per row).
+    let row_by_row = strict && !per_row && targets.order.is_empty();
+    let failed = |conn: &mut Conn<'_>, error: SqlError| {
+        let replayed = (row_by_row && VALUE_ERRORS.contains(&error.code))
+            .then(|| {
+                first_update_error_row_by_row(conn, &table, &targets, &assignments, &checks, params)
+            })
+            .flatten();
+        Err(replayed.unwrap_or(error))
+    };
     let (rows, tx) = match evaluated {
         Ok(done) => done,
-        Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
-        Err((e, None)) => return Err(e),
+        Err((e, Some(tx))) => {
+            let error = txn::finish(conn, tx, Err::<(), _>(e)).expect_err("finished with an error");
+            return failed(conn, error);
+        }
+        Err((e, None)) => return failed(conn, e),
     };
     // Every row was read and evaluated before anything is written.
     let later = ctx
@@ -2463,7 +2649,11 @@ fn update(
         .split_off(planned_warnings.min(ctx.warnings.len()));
     match abort_on_warning(ctx.strict, later) {
         Ok(later) => ctx.warnings.extend(later),
-        Err(e) => return txn::finish(conn, tx, Err(e)),
+        Err(e) => {
+            drop(ctx);
+            let error = txn::finish(conn, tx, Err::<(), _>(e)).expect_err("finished with an error");
+            return failed(conn, error);
+        }
     }
     let tz_secs = ctx.env.tz_secs;
     let result = (|| {
