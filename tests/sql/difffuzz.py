@@ -218,8 +218,8 @@ class Gen:
         # NULL when v lies outside c's type (t1.f's 4294967296 against an
         # INT), where NULL is right (docs/sql.md): the left side of an IN
         # subquery is a column within INT (an expression of one may leave
-        # it: CAST(a AS UNSIGNED), a / 3, e * 8).
-        in_range = [c for c in scope if c[0] != "t1.f"]
+        # it: CAST(a AS UNSIGNED), a / 3, e * 8), not a BIGINT UNSIGNED.
+        in_range = [c for c in scope if c[0] not in ("t1.f", "t4.ub")]
         if depth > 2 or r < 0.5:
             ops = [
                 lambda: "%s %s %s" % (self.num(scope, depth + 1), self.rng.choice(["=", "<", ">", "<=", ">=", "<>", "<=>"]),

@@ -1584,9 +1584,11 @@ pub fn run(
     answer(conn, plans, params, more, sink)
 }
 
-/// Stores a row's values ([`first_error_in_key_order`]): the row's place
+/// Stores a row's values ([`first_error_in_key_order`]): in the
+/// statement's transaction (to look for a duplicate key), the row's place
 /// among those read, its values.
-pub(crate) type StoreRow<'a> = dyn FnMut(usize, Vec<Val>, &mut Ctx<'_>) -> SqlResult<()> + 'a;
+pub(crate) type StoreRow<'a> =
+    dyn FnMut(&skarv_client::Transaction<'_>, usize, Vec<Val>, &mut Ctx<'_>) -> SqlResult<()> + 'a;
 
 /// What a strict INSERT … SELECT from one table fails on first when its
 /// rows are run as MariaDB runs them: read in primary key order (its
@@ -1629,21 +1631,32 @@ pub(crate) fn first_error_in_key_order(
     };
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
-    let strict = |ctx: &mut Ctx<'_>| {
-        super::write::abort_on_warning(true, std::mem::take(&mut ctx.warnings)).err()
-    };
     let cond = plan::fold_select_constants(table, p.cond.as_ref(), &mut ctx)?;
-    if let Some(error) = strict(&mut ctx) {
+    if let Some(error) = super::write::strict_error(&mut ctx) {
         return Ok(Some(error));
     }
     let (access, _) = single_access(table, p, cond.as_deref(), &mut ctx)?;
     ctx.warnings.clear();
     let tx = txn::take(conn)?;
-    let rows = fetch(
+    let found = fetch(
         &tx, table, &access, None, None, false, None, &mut ctx, None, None, None,
-    );
-    let mut rows = txn::finish(conn, tx, rows)?;
-    super::write::in_key_order(table, &mut rows);
+    )
+    .map(|mut rows| {
+        super::write::in_key_order(table, &mut rows);
+        first_error_of_rows(&tx, p, cond.as_deref(), rows, &mut ctx, store)
+    });
+    txn::finish(conn, tx, found)
+}
+
+/// [`first_error_in_key_order`] of the rows read, in key order.
+fn first_error_of_rows(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    cond: Option<&Expr>,
+    rows: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    ctx: &mut Ctx<'_>,
+    store: &mut StoreRow<'_>,
+) -> Option<SqlError> {
     let offset = usize::try_from(p.offset).unwrap_or(usize::MAX);
     let limit = p
         .limit
@@ -1657,15 +1670,15 @@ pub(crate) fn first_error_in_key_order(
             break;
         }
         ctx.warnings.clear();
-        let pass = match &cond {
-            Some(c) => match c.test(&row, &mut ctx) {
+        let pass = match cond {
+            Some(c) => match c.test(&row, ctx) {
                 Ok(pass) => pass,
-                Err(error) => return Ok(Some(error)),
+                Err(error) => return Some(error),
             },
             None => true,
         };
-        if let Some(error) = strict(&mut ctx) {
-            return Ok(Some(error));
+        if let Some(error) = super::write::strict_error(ctx) {
+            return Some(error);
         }
         if !pass {
             continue;
@@ -1676,20 +1689,20 @@ pub(crate) fn first_error_in_key_order(
         }
         let mut values = Vec::with_capacity(p.items.len());
         for item in &p.items {
-            match item.eval(&row, &mut ctx) {
+            match item.eval(&row, ctx) {
                 Ok(v) => values.push(v),
-                Err(error) => return Ok(Some(error)),
+                Err(error) => return Some(error),
             }
         }
-        if let Some(error) = strict(&mut ctx) {
-            return Ok(Some(error));
+        if let Some(error) = super::write::strict_error(ctx) {
+            return Some(error);
         }
-        if let Err(error) = store(read, values, &mut ctx) {
-            return Ok(Some(error));
+        if let Err(error) = store(tx, read, values, ctx) {
+            return Some(error);
         }
         made += 1;
     }
-    Ok(None)
+    None
 }
 
 /// Whether `q` is `SELECT … INTO …` (the INTO on its last SELECT, as

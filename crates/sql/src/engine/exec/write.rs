@@ -164,7 +164,14 @@ fn insert(
                     if let Some(error) = first {
                         conn.session.rewind_diagnostics(mark);
                         let replayed = row_by_row.and_then(|q| {
-                            first_error_row_by_row(conn, q, params, placeholders, &table, &targets)
+                            first_error_row_by_row(
+                                conn,
+                                q,
+                                params,
+                                placeholders,
+                                (&table, &targets),
+                                replace,
+                            )
                         });
                         return Err(replayed.unwrap_or(error));
                     }
@@ -228,7 +235,8 @@ fn insert(
     let written = match (written, row_by_row) {
         (Err(error), Some(q)) if VALUE_ERRORS.contains(&error.code) => {
             let mark = conn.session.diagnostics_mark();
-            let replayed = first_error_row_by_row(conn, q, params, placeholders, &table, &targets);
+            let replayed =
+                first_error_row_by_row(conn, q, params, placeholders, (&table, &targets), replace);
             conn.session.rewind_diagnostics(mark);
             return Err(replayed.unwrap_or(error));
         }
@@ -1592,6 +1600,12 @@ pub(crate) fn abort_on_warning(
     }
 }
 
+/// The error strict mode makes of the first warning `ctx` holds (not a
+/// note nor a planning warning); the warnings are taken either way.
+pub(crate) fn strict_error(ctx: &mut Ctx<'_>) -> Option<SqlError> {
+    abort_on_warning(true, std::mem::take(&mut ctx.warnings)).err()
+}
+
 /// Defines the update of one row by its `changes` (none: nothing is
 /// defined, false).
 fn define_update(
@@ -2186,14 +2200,31 @@ fn first_error_row_by_row(
     source: &ast::Query,
     params: &[Val],
     placeholders: &[Location],
-    table: &TableInfo,
-    targets: &[usize],
+    (table, targets): (&Arc<TableInfo>, &[usize]),
+    replace: bool,
 ) -> Option<SqlError> {
     let auto_col = table.columns.iter().position(|c| c.auto_increment);
-    let mut store = |n: usize, values: Vec<Val>, ctx: &mut Ctx<'_>| -> SqlResult<()> {
+    let def = table.native.def();
+    // A duplicate key is looked for when the row gives every column of
+    // the primary key and of the unique indexes (not REPLACE's).
+    let keyed = |native: &usize| {
+        table
+            .sql_column(*native)
+            .is_some_and(|at| targets.contains(&at) && Some(at) != auto_col)
+    };
+    let unique_columns = def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+        .flat_map(|i| i.columns.iter());
+    let duplicates =
+        !replace && !table.hidden_key && def.primary_key.iter().chain(unique_columns).all(keyed);
+    let mut keys = ChunkKeys::new(def);
+    let mut store = |tx: &Transaction<'_>, n: usize, values: Vec<Val>, ctx: &mut Ctx<'_>| {
         if values.len() != targets.len() {
             return Ok(());
         }
+        let mut row = Vec::with_capacity(values.len());
         ctx.strict = true;
         let stored = values.iter().zip(targets).try_for_each(|(v, &at)| {
             let column = &table.columns[at];
@@ -2209,11 +2240,23 @@ fn first_error_row_by_row(
                 row: n + 1,
                 tz_secs: ctx.env.tz_secs,
             };
-            super::convert::store(v, &target, ctx).map(|_| ())
+            row.push((column.native, super::convert::store(v, &target, ctx)?));
+            Ok(())
         });
         ctx.strict = false;
         stored?;
-        abort_on_warning(true, std::mem::take(&mut ctx.warnings)).map(|_| ())
+        if let Some(error) = strict_error(ctx) {
+            return Err(error);
+        }
+        if duplicates {
+            if let Some((error, _)) = unique_holder(tx, table, &row)? {
+                return Err(error);
+            }
+            if let Some(error) = keys.taken(table, &row, true) {
+                return Err(error);
+            }
+        }
+        Ok(())
     };
     let mark = conn.session.diagnostics_mark();
     let found =
@@ -2240,8 +2283,6 @@ fn first_update_error_row_by_row(
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
     ctx.strict = true;
-    let strict =
-        |ctx: &mut Ctx<'_>| abort_on_warning(true, std::mem::take(&mut ctx.warnings)).err();
     let mark = conn.session.diagnostics_mark();
     let found = (|| -> SqlResult<Option<SqlError>> {
         let limit = match &targets.limit {
@@ -2280,7 +2321,7 @@ fn first_update_error_row_by_row(
                 },
                 None => true,
             };
-            if let Some(error) = strict(&mut ctx) {
+            if let Some(error) = strict_error(&mut ctx) {
                 return Ok(Some(error));
             }
             if !pass {
@@ -2290,7 +2331,7 @@ fn first_update_error_row_by_row(
             if let Err(error) = changes_of(table, &old, assignments, checks, &mut ctx, read + 1) {
                 return Ok(Some(error));
             }
-            if let Some(error) = strict(&mut ctx) {
+            if let Some(error) = strict_error(&mut ctx) {
                 return Ok(Some(error));
             }
         }
