@@ -1642,7 +1642,7 @@ pub(crate) fn first_error_in_key_order(
         &tx, table, &access, None, None, false, None, &mut ctx, None, None, None,
     )
     .map(|mut rows| {
-        super::write::in_key_order(table, &mut rows);
+        in_primary_key_order(table, &mut rows);
         first_error_of_rows(&tx, p, cond.as_deref(), rows, &mut ctx, store)
     });
     txn::finish(conn, tx, found)
@@ -1887,9 +1887,13 @@ fn assigns_user_vars(p: &Planned) -> bool {
     found
 }
 
-/// Rows of `table` (all its columns) in primary key order; a table
-/// without one keeps its order.
-fn in_primary_key_order(table: &TableInfo, rows: &mut [(Vec<Val>, Vec<skarv_client::Value>)]) {
+/// Rows of `table` (all its columns) in primary key order, by their
+/// values (a read without a lock has no keys); a table without one keeps
+/// its order.
+pub(crate) fn in_primary_key_order(
+    table: &TableInfo,
+    rows: &mut [(Vec<Val>, Vec<skarv_client::Value>)],
+) {
     if table.hidden_key {
         return;
     }

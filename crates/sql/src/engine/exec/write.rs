@@ -2080,7 +2080,7 @@ fn has_unique(def: &schema::TableDef) -> bool {
 }
 
 /// A row an UPDATE or DELETE touches: its values and its primary key.
-pub(crate) type TargetRow = (Vec<Val>, Vec<Value>);
+type TargetRow = (Vec<Val>, Vec<Value>);
 
 /// An UPDATE's or DELETE's WHERE folded as MariaDB's optimizer reads it
 /// before the rows: constants first, then the string literals compared
@@ -2206,19 +2206,30 @@ fn first_error_row_by_row(
     let auto_col = table.columns.iter().position(|c| c.auto_increment);
     let def = table.native.def();
     // A duplicate key is looked for when the row gives every column of
-    // the primary key and of the unique indexes (not REPLACE's).
-    let keyed = |native: &usize| {
+    // the primary key, and of each unique index that one left NULL does
+    // not keep out of the way (not REPLACE's).
+    let given = |native: &usize| {
         table
             .sql_column(*native)
             .is_some_and(|at| targets.contains(&at) && Some(at) != auto_col)
     };
-    let unique_columns = def
+    let left_null = |native: &usize| {
+        table.sql_column(*native).is_some_and(|at| {
+            let c = &table.columns[at];
+            !targets.contains(&at)
+                && c.nullable
+                && c.default.is_none()
+                && !c.default_now
+                && !c.default_expr
+        })
+    };
+    let unique_known = def
         .indexes
         .iter()
         .filter(|i| i.kind == schema::IndexKind::Unique)
-        .flat_map(|i| i.columns.iter());
+        .all(|i| i.columns.iter().all(given) || i.columns.iter().any(left_null));
     let duplicates =
-        !replace && !table.hidden_key && def.primary_key.iter().chain(unique_columns).all(keyed);
+        !replace && !table.hidden_key && def.primary_key.iter().all(given) && unique_known;
     let mut keys = ChunkKeys::new(def);
     let mut store = |tx: &Transaction<'_>, n: usize, values: Vec<Val>, ctx: &mut Ctx<'_>| {
         if values.len() != targets.len() {
@@ -2305,7 +2316,7 @@ fn first_update_error_row_by_row(
             &tx, table, &access, None, None, false, None, &mut ctx, None, None, None,
         );
         let mut rows = txn::finish(conn, tx, rows)?;
-        in_key_order(table, &mut rows);
+        super::select::in_primary_key_order(table, &mut rows);
         let mut matched = 0usize;
         // A row's number counts the rows read, as MariaDB's does (Skarv's
         // own run counts those matched).
@@ -2406,7 +2417,7 @@ fn source_in_key_order(conn: &Conn<'_>, source: &ast::Query) -> Option<ast::Quer
 /// InnoDB reads them in: which row an UPDATE IGNORE leaves when two would
 /// take one unique value, and which row's error a failing UPDATE reports,
 /// are then MariaDB's (the data nodes return a scan's rows in hash order).
-pub(crate) fn in_key_order(table: &TableInfo, rows: &mut Vec<TargetRow>) {
+fn in_key_order(table: &TableInfo, rows: &mut Vec<TargetRow>) {
     if rows.len() < 2 {
         return;
     }
