@@ -900,12 +900,18 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         | SqlType::Int { .. }
         | SqlType::BigInt { .. }) => {
             let (lo, hi) = int_range(ty).unwrap_or((0, 0));
+            // A string's number prefix exactly (as a double,
+            // 18446744073709551615 would not reach BIGINT UNSIGNED's
+            // end), past a decimal's digits as a double.
             let i = integer_of(v, false).unwrap_or_else(|| {
                 let text = v.to_text();
                 let (prefix, _) = str_number_prefix(&text);
-                prefix
-                    .parse::<f64>()
-                    .map_or(0, |f| f.round().clamp(-1.8e19, 1.8e19) as i128)
+                match Dec::parse(prefix) {
+                    Some(d) => d.round_i128(),
+                    None => prefix
+                        .parse::<f64>()
+                        .map_or(0, |f| f.round().clamp(-1e20, 1e20) as i128),
+                }
             });
             Val::Dec(Dec::new(i.clamp(lo, hi), 0))
         }
