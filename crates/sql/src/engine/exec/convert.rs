@@ -893,6 +893,7 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
     if ctx.strict || !adjustable {
         return Err(error);
     }
+    let mut clipped = false;
     let adjusted = match &target.column.ty {
         ty @ (SqlType::TinyInt { .. }
         | SqlType::SmallInt { .. }
@@ -913,6 +914,9 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                         .map_or(0, |f| f.round().clamp(-1e20, 1e20) as i128),
                 }
             });
+            // A number past the type before the text: 1264, as MariaDB
+            // names the clipping first.
+            clipped = !(lo..=hi).contains(&i);
             Val::Dec(Dec::new(i.clamp(lo, hi), 0))
         }
         SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => Val::str(
@@ -977,15 +981,15 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         _ => return Err(error),
     };
     let value = to_native(&adjusted, target, false)?;
-    let code = if error.code == codes::DATA_TOO_LONG {
-        codes::WARN_DATA_TRUNCATED
-    } else {
-        error.code
+    let code = match error.code {
+        codes::DATA_TOO_LONG => codes::WARN_DATA_TRUNCATED,
+        codes::WARN_DATA_TRUNCATED if clipped => codes::OUT_OF_RANGE,
+        code => code,
     };
-    let message = if code == codes::WARN_DATA_TRUNCATED {
-        target.truncated()
-    } else {
-        error.message
+    let message = match code {
+        codes::WARN_DATA_TRUNCATED => target.truncated(),
+        codes::OUT_OF_RANGE if clipped => target.out_of_range(),
+        _ => error.message,
     };
     ctx.warn(code, message);
     Ok(value)
