@@ -134,8 +134,102 @@ pub fn fold_select_constants<'e>(
                 _ => Some(std::borrow::Cow::Owned(Expr::Lit(Val::Int(0)))),
             })
         }
-        _ => fold_constants(table, cond, true, ctx),
+        Some(c) => {
+            // `col = (SELECT …)` of a subquery that gives NULL: MariaDB
+            // evaluates it while it optimizes and finds the WHERE
+            // impossible before it reads a row, so no other conjunct is
+            // tested (nor warns). It reads a written `col = NULL` per row;
+            // lowered, the two are one here (docs/sql.md).
+            if c.conjuncts().into_iter().any(equated_null) {
+                return Ok(Some(std::borrow::Cow::Owned(Expr::Lit(Val::Int(0)))));
+            }
+            // Reordered as written: folding reads `a = '5'` as `a = 5`,
+            // which MariaDB does not move.
+            match equalities_first(table, std::borrow::Cow::Borrowed(c)) {
+                std::borrow::Cow::Borrowed(_) => fold_constants(table, cond, true, ctx),
+                std::borrow::Cow::Owned(reordered) => {
+                    Ok(fold_constants(table, Some(&reordered), true, ctx)?
+                        .map(|c| std::borrow::Cow::Owned(c.into_owned())))
+                }
+            }
+        }
+        None => Ok(None),
     }
+}
+
+/// A SELECT's WHERE with its conjuncts that equate a column with a
+/// constant of its own kind (`a = 5`, `b = 'q'`, `a = (SELECT MAX(x) …)`)
+/// moved first, in their order, as MariaDB's equality propagation tests
+/// them before the rest: `WHERE b < a AND a = 5` reads no `b` of a row
+/// whose `a` is not 5 (nor warns of one). Not `a = '5'` (of another
+/// kind), nor in UPDATE and DELETE, which MariaDB tests as written.
+fn equalities_first<'e>(
+    table: &TableInfo,
+    cond: std::borrow::Cow<'e, Expr>,
+) -> std::borrow::Cow<'e, Expr> {
+    use std::borrow::Cow;
+    let conjuncts = cond.conjuncts();
+    let first = |e: &Expr| propagated_equality(table, e);
+    let later = conjuncts.iter().position(|c| !first(c));
+    let moves = later.is_some_and(|at| conjuncts[at..].iter().any(|c| first(c)));
+    if !moves {
+        return cond;
+    }
+    let (equalities, rest): (Vec<&Expr>, Vec<&Expr>) =
+        conjuncts.into_iter().partition(|c| first(c));
+    let reordered = equalities
+        .into_iter()
+        .chain(rest)
+        .cloned()
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+        .expect("a condition has a conjunct");
+    Cow::Owned(reordered)
+}
+
+/// Whether `e` is `col = constant` of the column's own kind, a number
+/// with a number or a string with a string ([`equalities_first`]).
+fn propagated_equality(table: &TableInfo, e: &Expr) -> bool {
+    let Expr::Cmp(CmpOp::Eq, a, b, _) = e else {
+        return false;
+    };
+    let (col, constant) = match (&**a, &**b) {
+        (Expr::Col(c), k) | (k, Expr::Col(c)) if k.is_constant() => (*c, k),
+        _ => return false,
+    };
+    let Some(ty) = table.columns.get(col).map(|c| &c.ty) else {
+        return false;
+    };
+    let string_column = matches!(ty, SqlType::Char { .. } | SqlType::VarChar { .. });
+    let kind = match constant {
+        Expr::Lit(Val::Null) => return false,
+        Expr::Lit(Val::Str(_)) => Some(true),
+        Expr::Lit(Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_)) | Expr::Arith(..) => {
+            Some(false)
+        }
+        Expr::Sub(s) => match s.kinds.first() {
+            Some(super::expr::Kind::Str { .. }) => Some(true),
+            Some(k) if k.is_numeric() => Some(false),
+            _ => None,
+        },
+        _ => None,
+    };
+    match kind {
+        Some(true) => string_column,
+        Some(false) => ty.is_number(),
+        None => false,
+    }
+}
+
+/// Whether `e` is `col = NULL`: an uncorrelated subquery that gives
+/// NULL is that literal once lowered.
+fn equated_null(e: &Expr) -> bool {
+    let Expr::Cmp(CmpOp::Eq, a, b, _) = e else {
+        return false;
+    };
+    matches!(
+        (&**a, &**b),
+        (Expr::Col(_), Expr::Lit(Val::Null)) | (Expr::Lit(Val::Null), Expr::Col(_))
+    )
 }
 
 /// What a conjunct folds to.

@@ -1742,7 +1742,14 @@ fn changes_of(
     let mut row = old.to_vec();
     let mut changes = Vec::new();
     for (col, e) in assignments {
+        let before = ctx.warnings.len();
         let v = e.eval(&row, ctx)?;
+        // Strict mode fails on a warning as it is given, so one of making
+        // the value comes before storing it (`SET f = IF(b < f, …)` of a
+        // text b is 1292, not the stored value's 1264), as MariaDB's.
+        if ctx.strict {
+            abort_on_warning(true, ctx.warnings[before..].to_vec())?;
+        }
         let column = &table.columns[*col];
         let target = Target {
             column,
@@ -2312,44 +2319,137 @@ fn first_update_error_row_by_row(
         let (access, _) = plan::access(table, cond.as_deref(), &mut ctx)?;
         ctx.warnings.clear();
         let tx = txn::take(conn)?;
-        let rows = fetch(
+        let found = fetch(
             &tx, table, &access, None, None, false, None, &mut ctx, None, None, None,
-        );
-        let mut rows = txn::finish(conn, tx, rows)?;
-        super::select::in_primary_key_order(table, &mut rows);
-        let mut matched = 0usize;
-        // A row's number counts the rows read, as MariaDB's does (Skarv's
-        // own run counts those matched).
-        for (read, (old, _)) in rows.into_iter().enumerate() {
-            if matched >= limit {
-                break;
-            }
-            ctx.warnings.clear();
-            let pass = match &cond {
-                Some(c) => match c.test(&old, &mut ctx) {
-                    Ok(pass) => pass,
-                    Err(error) => return Ok(Some(error)),
-                },
-                None => true,
-            };
-            if let Some(error) = strict_error(&mut ctx) {
-                return Ok(Some(error));
-            }
-            if !pass {
-                continue;
-            }
-            matched += 1;
-            if let Err(error) = changes_of(table, &old, assignments, checks, &mut ctx, read + 1) {
-                return Ok(Some(error));
-            }
-            if let Some(error) = strict_error(&mut ctx) {
-                return Ok(Some(error));
-            }
-        }
-        Ok(None)
+        )
+        .and_then(|mut rows| {
+            super::select::in_primary_key_order(table, &mut rows);
+            let updates = (assignments, checks, limit);
+            first_update_error_of_rows(&tx, table, cond.as_deref(), rows, updates, &mut ctx)
+        });
+        txn::finish(conn, tx, found)
     })();
     conn.session.rewind_diagnostics(mark);
     found.ok().flatten()
+}
+
+/// [`first_update_error_row_by_row`] of the rows read, in key order. A
+/// row's new key values are held as MariaDB's table holds them by then:
+/// the rows before it by their new values (`earlier`), the others as
+/// stored, so a value an earlier row took or a later row still holds is
+/// the row's 1062.
+fn first_update_error_of_rows(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    cond: Option<&Expr>,
+    rows: Vec<TargetRow>,
+    (assignments, checks, limit): (&[(usize, Expr)], &[Check], usize),
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<SqlError>> {
+    let def = table.native.def();
+    let mut earlier = ChunkKeys::new(def);
+    // The rows updated so far, by their primary key's bytes.
+    let mut done = std::collections::HashSet::new();
+    let mut matched = 0usize;
+    // A row's number counts the rows read, as MariaDB's does (Skarv's
+    // own run counts those matched).
+    for (read, (old, _)) in rows.into_iter().enumerate() {
+        if matched >= limit {
+            break;
+        }
+        ctx.warnings.clear();
+        let pass = match cond {
+            Some(c) => match c.test(&old, ctx) {
+                Ok(pass) => pass,
+                Err(error) => return Ok(Some(error)),
+            },
+            None => true,
+        };
+        if let Some(error) = strict_error(ctx) {
+            return Ok(Some(error));
+        }
+        if !pass {
+            continue;
+        }
+        matched += 1;
+        let changes = match changes_of(table, &old, assignments, checks, ctx, read + 1) {
+            Ok(changes) => changes,
+            Err(error) => return Ok(Some(error)),
+        };
+        if let Some(error) = strict_error(ctx) {
+            return Ok(Some(error));
+        }
+        let row = row_after(table, &old, &changes);
+        let key = primary_key_of(def, &row_after(table, &old, &[]));
+        if let Some(error) = earlier.taken(table, &row, true) {
+            return Ok(Some(error));
+        }
+        if let Some(error) = held_by_later(tx, table, &row, &key, &changes, &done)? {
+            return Ok(Some(error));
+        }
+        done.insert(key_bytes(def, &key));
+    }
+    Ok(None)
+}
+
+/// A primary key's bytes (empty for one that does not encode: read from
+/// a row, it does).
+fn key_bytes(def: &schema::TableDef, key: &[Value]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let _ = schema::key::KeyEncoder::primary_key(def).encode(key, &mut bytes);
+    bytes
+}
+
+/// The 1062 of `row` (primary key `key` before its `changes`) when a row
+/// not yet updated (not in `done`) holds one of the key values the
+/// changes give it.
+fn held_by_later(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    row: &[(usize, Value)],
+    key: &[Value],
+    changes: &[(usize, Value)],
+    done: &std::collections::HashSet<Vec<u8>>,
+) -> SqlResult<Option<SqlError>> {
+    let def = table.native.def();
+    let changed = |columns: &[usize]| columns.iter().any(|c| changes.iter().any(|(p, _)| p == c));
+    let mut probes = Vec::new();
+    if changed(&def.primary_key) {
+        let error = skarv_client::Error::new(native::DUPLICATE_KEY, "primary key");
+        probes.push((plan::Access::Keys(vec![primary_key_of(def, row)]), error));
+    }
+    for index in def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+    {
+        if let (true, Some(values)) = (changed(&index.columns), unique_key_of(index, row)) {
+            let access = plan::Access::Unique {
+                index: index.name.clone(),
+                keys: vec![values],
+            };
+            let error = skarv_client::Error::new(
+                native::UNIQUE_VIOLATION,
+                format!("unique index `{}`", index.name),
+            );
+            probes.push((access, error));
+        }
+    }
+    let env = crate::engine::expr::Env::default();
+    for (probe, error) in probes {
+        let mut ctx = Ctx::new(&[], &env);
+        let lock = Some(LockMode::Shared);
+        let hits = fetch(
+            tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
+        )?;
+        if hits
+            .iter()
+            .any(|(_, pk)| pk.as_slice() != key && !done.contains(&key_bytes(def, pk)))
+        {
+            return Ok(Some(duplicate_error(table, row, &error)));
+        }
+    }
+    Ok(None)
 }
 
 /// An INSERT … SELECT's query over one table that names no order, reading

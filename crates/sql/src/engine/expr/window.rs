@@ -204,6 +204,15 @@ impl Scope<'_> {
                 offset = constant_int(&lowered[1], name)?;
                 lowered.truncate(1);
             }
+            // An aggregate's argument as MariaDB's window functions read
+            // it, from the temporary table they run over: a quotient
+            // rounded to its scale (`SUM(x / 3) OVER (…)` of 97 and 97 is
+            // 64.6666, the sum of two 32.3333). A constant is not in that
+            // table: `SUM(97 / 3) OVER ()` of two rows is 64.6667.
+            WinFn::Agg if lowered.first().is_some_and(|a| !a.is_constant()) => {
+                let arg = lowered.remove(0);
+                lowered.insert(0, self.at_scale(arg));
+            }
             _ => {}
         }
         let agg = agg_fn.map(|func| {
