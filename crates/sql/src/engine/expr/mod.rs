@@ -2060,6 +2060,26 @@ impl<'a> Scope<'a> {
     /// its bits, as MariaDB reads it there (`e + 1`, `s = 3`, `e IN (1,
     /// 2)`); any other expression as it is.
     fn member_number(&self, e: Expr) -> Expr {
+        if self.is_text_min_max(&e) {
+            // MariaDB's LEAST and GREATEST of strings read as a number
+            // compare their arguments' numbers (`val_real`): an ENUM's
+            // index, a SET's bits, a string as a DOUBLE (`LEAST('10',
+            // '9') + 0` is 9, `LEAST(e, s) + 0` the smaller member number).
+            let Expr::Func(f, args) = e else {
+                unreachable!("checked to be LEAST or GREATEST")
+            };
+            let args = args
+                .into_iter()
+                .map(|a| {
+                    let a = self.member_number(a);
+                    match self.kind(&a) {
+                        Kind::Str { .. } => Expr::Cast(Box::new(a), CastTo::Double),
+                        _ => a,
+                    }
+                })
+                .collect();
+            return Expr::Func(f, args);
+        }
         let c = match e {
             Expr::Col(c) => c,
             Expr::Func(Func::OuterMember, args) => return Expr::Func(Func::MemberNumber, args),
@@ -2127,6 +2147,8 @@ impl<'a> Scope<'a> {
             CastTo::Signed | CastTo::Unsigned if double_of_alternatives => {
                 Expr::Cast(Box::new(e), CastTo::Double)
             }
+            // CAST AS SIGNED reads a string LEAST by its text.
+            CastTo::Signed | CastTo::Unsigned if self.is_text_min_max(&e) => e,
             CastTo::Signed
             | CastTo::Unsigned
             | CastTo::Decimal(..)
@@ -2134,6 +2156,12 @@ impl<'a> Scope<'a> {
             | CastTo::FixedDouble(_) => self.member_number(e),
             _ => e,
         }
+    }
+
+    /// Whether `e` is LEAST or GREATEST of a string's kind.
+    fn is_text_min_max(&self, e: &Expr) -> bool {
+        matches!(e, Expr::Func(Func::Least | Func::Greatest, _))
+            && matches!(self.kind(e), Kind::Str { .. })
     }
 
     /// `a op b`, reading `b` beside a NULL `a` unless the operation is
