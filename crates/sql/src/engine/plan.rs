@@ -143,18 +143,58 @@ pub fn fold_select_constants<'e>(
             if c.conjuncts().into_iter().any(equated_null) {
                 return Ok(Some(std::borrow::Cow::Owned(Expr::Lit(Val::Int(0)))));
             }
+            let read = key_text_read_first(table, c, ctx);
+            let c = read.as_ref().unwrap_or(c);
             // Reordered as written: folding reads `a = '5'` as `a = 5`,
             // which MariaDB does not move.
-            match equalities_first(table, std::borrow::Cow::Borrowed(c)) {
-                std::borrow::Cow::Borrowed(_) => fold_constants(table, cond, true, ctx),
-                std::borrow::Cow::Owned(reordered) => {
-                    Ok(fold_constants(table, Some(&reordered), true, ctx)?
-                        .map(|c| std::borrow::Cow::Owned(c.into_owned())))
+            let reordered = match equalities_first(table, std::borrow::Cow::Borrowed(c)) {
+                std::borrow::Cow::Borrowed(_) if read.is_none() => {
+                    return fold_constants(table, cond, true, ctx)
                 }
-            }
+                other => other.into_owned(),
+            };
+            Ok(fold_constants(table, Some(&reordered), true, ctx)?
+                .map(|c| std::borrow::Cow::Owned(c.into_owned())))
         }
         None => Ok(None),
     }
+}
+
+/// A SELECT's WHERE whose first conjunct equates a string, written
+/// first, with a one-column numeric primary key (`'x' = id`), with the
+/// string read now: MariaDB reads it while it plans the key's read, so
+/// its warning is given whether or not a row is read, and is a row's (a
+/// strict INSERT … SELECT fails on it, IGNORE warns). Written after the
+/// key (`id = 'x'`), or after another conjunct, MariaDB reads it at the
+/// first row compared (`fold_constants`). None: not such a WHERE.
+fn key_text_read_first(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) -> Option<Expr> {
+    let conjuncts = cond.conjuncts();
+    let (first, rest) = conjuncts.split_first()?;
+    let Expr::Cmp(CmpOp::Eq, a, b, collation) = first else {
+        return None;
+    };
+    let (Expr::Lit(Val::Str(text)), Expr::Col(c)) = (&**a, &**b) else {
+        return None;
+    };
+    let [key] = table.native.def().primary_key.as_slice() else {
+        return None;
+    };
+    let ty = &table.columns.get(*c)?.ty;
+    if table.sql_column(*key) != Some(*c) || !ty.is_number() {
+        return None;
+    }
+    let number = super::expr::eval::compared_number(text, reads_as_integer(ty), ctx);
+    let read = Expr::Cmp(
+        CmpOp::Eq,
+        Box::new(Expr::Lit(number)),
+        b.clone(),
+        *collation,
+    );
+    Some(
+        rest.iter()
+            .map(|e| (*e).clone())
+            .fold(read, |a, b| Expr::And(Box::new(a), Box::new(b))),
+    )
 }
 
 /// A SELECT's WHERE with its conjuncts that equate a column with a

@@ -2020,20 +2020,20 @@ impl<'a> Scope<'a> {
     /// Lowers a condition (of WHERE, ON, AND, OR, NOT, IS TRUE, IF, a
     /// CASE's WHEN): see [`Scope::condition`].
     ///
-    /// An `x IN (SELECT y FROM …)` conjunct of it, whose subquery has no
-    /// GROUP BY, HAVING nor aggregate, is a semi-join to MariaDB, whose
-    /// equality reads an ENUM or SET `x` as its number; elsewhere (an
-    /// IN under OR or NOT, or of such a subquery) MariaDB's
-    /// materialised IN reads it as its text.
+    /// An `x IN (SELECT y FROM …)` conjunct of it (or `NOT (x NOT IN …)`),
+    /// whose subquery has no GROUP BY, HAVING nor aggregate, is a
+    /// semi-join to MariaDB, whose equality reads an ENUM or SET `x` as
+    /// its number; elsewhere (an IN under OR or NOT, or of such a
+    /// subquery) MariaDB's materialised IN reads it as its text.
     pub fn lower_condition(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
         let mut conjuncts = Vec::new();
         split_and(e, &mut conjuncts);
         let found = conjuncts
             .into_iter()
+            .filter_map(positive_in)
             .filter(|c| {
                 matches!(c, ast::Expr::In {
                     target: ast::InTarget::Subquery(q),
-                    negated: false,
                     ..
                 } if matches!(q.body.as_ref(), ast::SetExpr::Select(s)
                     if !s.from.is_empty()
@@ -2042,8 +2042,11 @@ impl<'a> Scope<'a> {
                         && !crate::engine::exec::cte::has_aggregate(s)))
             })
             .map(|c| c as *const ast::Expr as usize)
-            .collect();
-        let outer = std::mem::replace(&mut self.semi_join_ins, found);
+            .collect::<Vec<_>>();
+        // A condition inside this one (NOT's operand) keeps this one's
+        // semi-joins.
+        let outer = self.semi_join_ins.clone();
+        self.semi_join_ins.extend(found);
         let lowered = self.lower(e);
         self.semi_join_ins = outer;
         Ok(self.condition(e, lowered?))
@@ -3871,3 +3874,23 @@ fn query_reads_table(q: &ast::Query) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// The IN a WHERE conjunct is to MariaDB's optimizer: itself when it is
+/// `x IN (…)`, the inner one of `NOT (x NOT IN (…))` (the same test in a
+/// condition, which MariaDB rewrites so).
+fn positive_in(c: &ast::Expr) -> Option<&ast::Expr> {
+    match c {
+        ast::Expr::In { negated: false, .. } => Some(c),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Not,
+            expr,
+        } => {
+            let mut inner = &**expr;
+            while let ast::Expr::Nested(x) = inner {
+                inner = x;
+            }
+            matches!(inner, ast::Expr::In { negated: true, .. }).then_some(inner)
+        }
+        _ => None,
+    }
+}
