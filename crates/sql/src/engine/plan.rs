@@ -246,11 +246,7 @@ fn propagated_equality(table: &TableInfo, e: &Expr) -> bool {
         Expr::Lit(Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_)) | Expr::Arith(..) => {
             Some(false)
         }
-        Expr::Sub(s) => match s.kinds.first() {
-            Some(super::expr::Kind::Str { .. }) => Some(true),
-            Some(k) if k.is_numeric() => Some(false),
-            _ => None,
-        },
+        // (An uncorrelated subquery is its value's literal by now.)
         _ => None,
     };
     match kind {

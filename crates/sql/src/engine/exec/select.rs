@@ -1595,12 +1595,14 @@ pub(crate) type StoreRow<'a> =
 /// clustered index), each tested by WHERE, its values made and then
 /// stored (`store`, given the row's place among those read) before the
 /// next row is read, so that a warning of the fifth row's WHERE comes
-/// after a value of the second that does not fit. Skarv's own run tests every row, then makes every row's values,
-/// then stores them; the statement fails either way, and this finds the
-/// error MariaDB names. Run only once the statement has failed (it reads
-/// the rows again). None: no error found, or the query is not of that
-/// shape (a join, grouping, DISTINCT, ORDER BY, correlated subqueries, a
-/// UNION), and the caller keeps its own error.
+/// after a value of the second that does not fit. Skarv's own run tests
+/// every row, then makes every row's values, then stores them; the
+/// statement fails either way, and this finds the error MariaDB names.
+/// Run only once the statement has failed (it reads the rows again).
+/// None: no error found, or the query is not of that shape (a join,
+/// grouping, DISTINCT, ORDER BY, correlated subqueries, a UNION, a user
+/// variable assigned, which a second run would assign again), and the
+/// caller keeps its own error.
 pub(crate) fn first_error_in_key_order(
     conn: &mut Conn<'_>,
     q: &ast::Query,
@@ -1625,7 +1627,8 @@ pub(crate) fn first_error_in_key_order(
         && p.order.is_empty()
         && !p.distinct
         && p.rows.is_none()
-        && !plans.calc_found_rows;
+        && !plans.calc_found_rows
+        && !assigns_user_vars(p);
     let (true, Some(table)) = (simple, &p.table) else {
         return Ok(None);
     };

@@ -1747,7 +1747,7 @@ fn changes_of(
         // Strict mode fails on a warning as it is given, so one of making
         // the value comes before storing it (`SET f = IF(b < f, …)` of a
         // text b is 1292, not the stored value's 1264), as MariaDB's.
-        if ctx.strict {
+        if ctx.strict && ctx.warnings.len() > before {
             abort_on_warning(true, ctx.warnings[before..].to_vec())?;
         }
         let column = &table.columns[*col];
@@ -2182,9 +2182,10 @@ fn fetch_targets(
 }
 
 /// The errors of a value that does not go into its column (or of making
-/// it), after which a failed INSERT … SELECT looks for the one MariaDB
-/// meets first ([`first_error_row_by_row`]). Not a duplicate key: the
-/// rows before it are written.
+/// it), after which a failed INSERT … SELECT or UPDATE looks for the one
+/// MariaDB meets first ([`first_error_row_by_row`],
+/// [`first_update_error_row_by_row`]). Not a duplicate key: Skarv's own
+/// run meets one only once every value is made, so no value failed.
 const VALUE_ERRORS: [u16; 9] = [
     codes::BAD_NULL,
     codes::OUT_OF_RANGE,
@@ -2778,7 +2779,15 @@ fn update(
     };
     // A strict UPDATE that fails on a value fails on the one MariaDB
     // meets first, row by row (not with ORDER BY, nor subqueries per row).
-    let row_by_row = strict && !per_row && targets.order.is_empty();
+    // Nor when a value assigns a user variable, which a second run would
+    // assign again.
+    let mut assigns = false;
+    for e in assignments.iter().map(|(_, e)| e).chain(&targets.cond) {
+        e.each(&mut |x| {
+            assigns |= matches!(x, Expr::Func(crate::engine::expr::Func::SetUserVar, _));
+        });
+    }
+    let row_by_row = strict && !per_row && targets.order.is_empty() && !assigns;
     let failed = |conn: &mut Conn<'_>, error: SqlError| {
         let replayed = (row_by_row && VALUE_ERRORS.contains(&error.code))
             .then(|| {
