@@ -1591,7 +1591,9 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 (CastTo::Unsigned, Val::Int(_) | Val::Str(_)) if i < 0 && !clamped => {
                     Some("unsigned converted negative")
                 }
-                (CastTo::Signed, Val::UInt(_)) if i > i128::from(i64::MAX) => {
+                // Of a string only: MariaDB wraps an unsigned integer
+                // (`CAST(u AS SIGNED)`) quietly.
+                (CastTo::Signed, Val::Str(_)) if i > i128::from(i64::MAX) && !clamped => {
                     Some("signed converted positive out-of-range")
                 }
                 _ => None,

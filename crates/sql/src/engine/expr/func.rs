@@ -725,7 +725,11 @@ impl Func {
                 {
                     Kind::Dec { scale: 0 }
                 }
-                Kind::Dec { .. } => Kind::Int { unsigned: false },
+                // Unsigned of an unsigned DECIMAL, as MariaDB's
+                // `unsigned_flag` (`-1 * CEIL(ud)` is 1690).
+                Kind::Dec { .. } => Kind::Int {
+                    unsigned: scope.unsigned_number(&args[0]),
+                },
                 _ => Kind::Double,
             },
             F::Round | F::Truncate => {

@@ -975,11 +975,11 @@ impl<'a> Scope<'a> {
             }
             E::Ceil { expr, .. } => {
                 let x = self.lower(expr)?;
-                Expr::Func(Func::Ceil, vec![self.member_number(x)])
+                self.unsigned_rounding(Expr::Func(Func::Ceil, vec![self.member_number(x)]))
             }
             E::Floor { expr, .. } => {
                 let x = self.lower(expr)?;
-                Expr::Func(Func::Floor, vec![self.member_number(x)])
+                self.unsigned_rounding(Expr::Func(Func::Floor, vec![self.member_number(x)]))
             }
             E::Function(written) => {
                 let mut e = self.function(written)?;
@@ -1940,7 +1940,7 @@ impl<'a> Scope<'a> {
             }
             _ => {}
         }
-        func::lower_call(&name, lowered)
+        Ok(self.unsigned_rounding(func::lower_call(&name, lowered)?))
     }
 
     /// `e` made a string by FixedChar when it is a DOUBLE of fixed
@@ -2210,6 +2210,22 @@ impl<'a> Scope<'a> {
                 args.iter().all(|a| self.unsigned_number(a))
             }
             _ => matches!(self.kind(e), Kind::Int { unsigned: true }),
+        }
+    }
+
+    /// CEIL or FLOOR of an unsigned DECIMAL, an integer, made an
+    /// unsigned one, as MariaDB's `unsigned_flag` has it: `-1 * CEIL(ud)`
+    /// is 1690 (the value is never below 0). Any other expression as it
+    /// is.
+    fn unsigned_rounding(&self, e: Expr) -> Expr {
+        match &e {
+            Expr::Func(Func::Ceil | Func::Floor, args)
+                if self.kind(&e) == (Kind::Int { unsigned: true })
+                    && matches!(args.first().map(|a| self.kind(a)), Some(Kind::Dec { .. })) =>
+            {
+                Expr::Cast(Box::new(e), CastTo::Unsigned)
+            }
+            _ => e,
         }
     }
 
@@ -2931,7 +2947,12 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
     };
     // FLOOR/CEIL of a DECIMAL whose length is known: MariaDB's length,
     // the argument's less its decimals, and an INT below 11 digits.
-    let int_val_length = match e {
+    // (Of an unsigned one, made unsigned: `Scope::unsigned_rounding`.)
+    let rounded = match e {
+        Expr::Cast(inner, CastTo::Unsigned) => inner,
+        other => other,
+    };
+    let int_val_length = match rounded {
         Expr::Func(Func::Ceil | Func::Floor, args)
             if args
                 .first()
