@@ -1984,7 +1984,11 @@ fn lower_targets(
     with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "WHERE";
         let cond = selection
-            .map(|w| scope.lower_condition(w).map(|c| fold_same_column(scope, c)))
+            .map(|w| {
+                let lowered = scope.lower_condition(w)?;
+                let c = fold_same_column(scope, lowered);
+                Ok::<_, SqlError>(table_subquery_conjuncts_per_row(w, c))
+            })
             .transpose()?;
         scope.clause = "ORDER BY";
         let order = order_by
@@ -2026,6 +2030,48 @@ fn lower_targets(
             limit,
         })
     })
+}
+
+/// An UPDATE's or DELETE's lowered WHERE `cond` (written `written`) with
+/// each conjunct that is a constant made of a subquery that reads a table
+/// (`12 = (SELECT MAX(x) FROM s)`) tested per row in its place
+/// (`Func::PerRow`): MariaDB's UPDATE does not evaluate such a constant
+/// before the rows, so `b < a AND 12 = (SELECT …)` tests `b < a` on each
+/// row first (and a strict UPDATE fails on its warning). Its SELECT
+/// does; so does Skarv's. Conjuncts that do not line up with the written
+/// ones (folded away) leave the WHERE as it is.
+fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
+    let mut asts = Vec::new();
+    crate::engine::expr::split_and(written, &mut asts);
+    let reads_table = |e: &ast::Expr| {
+        super::subquery::find(e, 0)
+            .iter()
+            .any(|q| match q.body.as_ref() {
+                ast::SetExpr::Select(s) => !s.from.is_empty(),
+                _ => true,
+            })
+    };
+    let lowered = cond.conjuncts();
+    if lowered.len() != asts.len()
+        || !lowered
+            .iter()
+            .zip(&asts)
+            .any(|(c, w)| c.is_constant() && reads_table(w))
+    {
+        return cond;
+    }
+    lowered
+        .into_iter()
+        .zip(asts)
+        .map(|(c, w)| {
+            if c.is_constant() && reads_table(w) {
+                Expr::Func(crate::engine::expr::Func::PerRow, vec![c.clone()])
+            } else {
+                c.clone()
+            }
+        })
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+        .unwrap_or(cond)
 }
 
 /// A WHERE with a column compared with itself folded as MariaDB's

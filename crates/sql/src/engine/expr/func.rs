@@ -132,6 +132,12 @@ pub enum Func {
     /// leaves the warning, as MariaDB reads such a constant at the first
     /// row it compares (none for a table without rows).
     WarnOnce,
+    /// A condition MariaDB tests row by row though it is constant: a
+    /// comparison with a subquery that reads a table, in an UPDATE's or
+    /// DELETE's WHERE (its optimizer does not evaluate such an expensive
+    /// constant before the rows). Args the condition; never a constant,
+    /// so it is tested in its place among the conjuncts.
+    PerRow,
     FindInSet,
     Elt,
     Ascii,
@@ -502,7 +508,7 @@ impl Func {
             // A read of a variable its statement creates has the kind of
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
-            F::WarnOnce | F::OuterMember => arg(0),
+            F::WarnOnce | F::OuterMember | F::PerRow => arg(0),
             F::BitBytes => Kind::Str { collation: None },
             // Of a binary string and others, a binary string.
             F::Concat | F::ConcatWs
@@ -832,6 +838,7 @@ impl Func {
                 | Func::UserVar
                 | Func::SetUserVar
                 | Func::WarnOnce
+                | Func::PerRow
                 | Func::GetLock
                 | Func::ReleaseLock
                 | Func::ReleaseAllLocks
@@ -1776,7 +1783,7 @@ impl Func {
             F::CharLength => Val::Int(s(0).chars().count() as i64),
             F::Upper => Val::str(s(0).to_uppercase()),
             F::Lower => Val::str(s(0).to_lowercase()),
-            F::Collate(_) | F::OuterMember => v[0].clone(),
+            F::Collate(_) | F::OuterMember | F::PerRow => v[0].clone(),
             F::Substring => {
                 let chars: Vec<char> = s(0).chars().collect();
                 let n = chars.len() as i64;

@@ -2171,6 +2171,25 @@ impl<'a> Scope<'a> {
     /// MariaDB's DECIMAL arithmetic (a DECIMAL operand without a DOUBLE,
     /// `/` of anything but a DOUBLE, DIV of anything but two integers).
     fn arith(&self, op: Arith, a: Box<Expr>, b: Box<Expr>) -> Expr {
+        // A DOUBLE of alternatives that took an integer is that double
+        // here too: `COALESCE(i, d) - u` of an integer i is double
+        // arithmetic, not unsigned (1690 below 0), as MariaDB's.
+        let as_double = |e: Box<Expr>| {
+            let alternatives = matches!(
+                &*e,
+                Expr::Case(..)
+                    | Expr::Func(
+                        Func::If | Func::IfNull | Func::Coalesce | Func::Greatest | Func::Least,
+                        _
+                    )
+            );
+            if alternatives && self.kind(&e) == Kind::Double {
+                Box::new(Expr::Cast(e, CastTo::Double))
+            } else {
+                e
+            }
+        };
+        let (a, b) = (as_double(a), as_double(b));
         let (ka, kb) = (self.kind(&a), self.kind(&b));
         let double = |k: Kind| matches!(k, Kind::Double | Kind::Str { .. } | Kind::Null);
         let integer = |k: Kind| {
