@@ -135,26 +135,33 @@ pub fn fold_select_constants<'e>(
             })
         }
         Some(c) => {
+            // A point select's one conjunct needs no list of them.
+            let listed;
+            let conjuncts: &[&Expr] = if matches!(c, Expr::And(..)) {
+                listed = c.conjuncts();
+                &listed
+            } else {
+                std::slice::from_ref(&c)
+            };
             // `col = (SELECT …)` of a subquery that gives NULL: MariaDB
             // evaluates it while it optimizes and finds the WHERE
             // impossible before it reads a row, so no other conjunct is
             // tested (nor warns). It reads a written `col = NULL` per row;
             // lowered, the two are one here (docs/sql.md).
-            if c.conjuncts().into_iter().any(equated_null) {
+            if conjuncts.iter().any(|x| equated_null(x)) {
                 return Ok(Some(std::borrow::Cow::Owned(Expr::Lit(Val::Int(0)))));
             }
-            let read = key_text_read_first(table, c, ctx);
-            let c = read.as_ref().unwrap_or(c);
             // Reordered as written: folding reads `a = '5'` as `a = 5`,
             // which MariaDB does not move.
-            let reordered = match equalities_first(table, std::borrow::Cow::Borrowed(c)) {
-                std::borrow::Cow::Borrowed(_) if read.is_none() => {
-                    return fold_constants(table, cond, true, ctx)
-                }
-                other => other.into_owned(),
+            let rewritten = match key_text_read_first(table, conjuncts, ctx) {
+                Some(read) => Some(equalities_first(table, &read.conjuncts()).unwrap_or(read)),
+                None => equalities_first(table, conjuncts),
             };
-            Ok(fold_constants(table, Some(&reordered), true, ctx)?
-                .map(|c| std::borrow::Cow::Owned(c.into_owned())))
+            match rewritten {
+                None => fold_constants(table, cond, true, ctx),
+                Some(rewritten) => Ok(fold_constants(table, Some(&rewritten), true, ctx)?
+                    .map(|c| std::borrow::Cow::Owned(c.into_owned()))),
+            }
         }
         None => Ok(None),
     }
@@ -167,8 +174,7 @@ pub fn fold_select_constants<'e>(
 /// strict INSERT … SELECT fails on it, IGNORE warns). Written after the
 /// key (`id = 'x'`), or after another conjunct, MariaDB reads it at the
 /// first row compared (`fold_constants`). None: not such a WHERE.
-fn key_text_read_first(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) -> Option<Expr> {
-    let conjuncts = cond.conjuncts();
+fn key_text_read_first(table: &TableInfo, conjuncts: &[&Expr], ctx: &mut Ctx<'_>) -> Option<Expr> {
     let (first, rest) = conjuncts.split_first()?;
     let Expr::Cmp(CmpOp::Eq, a, b, collation) = first else {
         return None;
@@ -203,27 +209,20 @@ fn key_text_read_first(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) -> Opt
 /// them before the rest: `WHERE b < a AND a = 5` reads no `b` of a row
 /// whose `a` is not 5 (nor warns of one). Not `a = '5'` (of another
 /// kind), nor in UPDATE and DELETE, which MariaDB tests as written.
-fn equalities_first<'e>(
-    table: &TableInfo,
-    cond: std::borrow::Cow<'e, Expr>,
-) -> std::borrow::Cow<'e, Expr> {
-    use std::borrow::Cow;
-    let conjuncts = cond.conjuncts();
+/// None: none moves.
+fn equalities_first(table: &TableInfo, conjuncts: &[&Expr]) -> Option<Expr> {
     let first = |e: &Expr| propagated_equality(table, e);
-    let later = conjuncts.iter().position(|c| !first(c));
-    let moves = later.is_some_and(|at| conjuncts[at..].iter().any(|c| first(c)));
-    if !moves {
-        return cond;
+    let later = conjuncts.iter().position(|c| !first(c))?;
+    if !conjuncts[later..].iter().any(|c| first(c)) {
+        return None;
     }
     let (equalities, rest): (Vec<&Expr>, Vec<&Expr>) =
-        conjuncts.into_iter().partition(|c| first(c));
-    let reordered = equalities
+        conjuncts.iter().copied().partition(|c| first(c));
+    equalities
         .into_iter()
         .chain(rest)
         .cloned()
         .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
-        .expect("a condition has a conjunct");
-    Cow::Owned(reordered)
 }
 
 /// Whether `e` is `col = constant` of the column's own kind, a number

@@ -2041,6 +2041,17 @@ fn lower_targets(
 /// does; so does Skarv's. Conjuncts that do not line up with the written
 /// ones (folded away) leave the WHERE as it is.
 fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
+    // Most WHEREs have no constant conjunct left (`WHERE id = ?`): no
+    // lists made for them.
+    fn any_constant(e: &Expr) -> bool {
+        match e {
+            Expr::And(a, b) => any_constant(a) || any_constant(b),
+            other => other.is_constant(),
+        }
+    }
+    if !any_constant(&cond) {
+        return cond;
+    }
     let mut asts = Vec::new();
     crate::engine::expr::split_and(written, &mut asts);
     let reads_table = |e: &ast::Expr| {
