@@ -2065,21 +2065,16 @@ impl<'a> Scope<'a> {
     fn member_number(&self, e: Expr) -> Expr {
         if self.is_text_min_max(&e) {
             // MariaDB's LEAST and GREATEST of strings read as a number
-            // compare their arguments' numbers (`val_real`): an ENUM's
-            // index, a SET's bits, a string as a DOUBLE (`LEAST('10',
-            // '9') + 0` is 9, `LEAST(e, s) + 0` the smaller member number).
+            // compare their arguments' numbers as DOUBLEs (`val_real`):
+            // an ENUM's index, a SET's bits, a string's number (`LEAST('10',
+            // '9') + 0` is 9, `LEAST(e, s) + 0` the smaller member number,
+            // a DOUBLE).
             let Expr::Func(f, args) = e else {
                 unreachable!("checked to be LEAST or GREATEST")
             };
             let args = args
                 .into_iter()
-                .map(|a| {
-                    let a = self.member_number(a);
-                    match self.kind(&a) {
-                        Kind::Str { .. } => Expr::Cast(Box::new(a), CastTo::Double),
-                        _ => a,
-                    }
-                })
+                .map(|a| Expr::Cast(Box::new(self.member_number(a)), CastTo::Double))
                 .collect();
             return Expr::Func(f, args);
         }
