@@ -1093,6 +1093,20 @@ pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Opt
     if matches!(column.ty, SqlType::Bit { .. }) && matches!(v, Val::Str(_)) {
         return None;
     }
+    // A YEAR stores a number below 100 as a year of two digits (8 is
+    // 2008), but compares the value the SQL side left (a subquery's 8 is
+    // 8: `Scope::year_constant` made a written two-digit year 2008
+    // already): only a value it stores as itself is exact.
+    if column.ty == SqlType::Year {
+        let as_number = match v {
+            Val::Int(i) => i128::from(*i),
+            Val::UInt(u) => i128::from(*u),
+            _ => return None,
+        };
+        if as_number != 0 && !(1901..=2155).contains(&as_number) {
+            return None;
+        }
+    }
     let text = matches!(
         column.ty,
         SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. }
