@@ -296,7 +296,11 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 return fail(not_a_number(v, "integer"));
             };
             let (lo, hi) = int_range(ty).unwrap_or((i128::MIN, i128::MAX));
-            if i < lo || i > hi {
+            // A negative DECIMAL is out of an UNSIGNED's range though it
+            // rounds to 0 (-0.2), as MariaDB's (a double or a string of
+            // one is 0).
+            let negative_decimal = matches!(v, Val::Dec(d) if d.mantissa < 0i128);
+            if i < lo || i > hi || (*unsigned && negative_decimal) {
                 return fail(Misfit::OutOfRange);
             }
             if *unsigned {

@@ -1672,19 +1672,10 @@ fn first_error_of_rows(
         if made >= limit {
             break;
         }
-        ctx.warnings.clear();
-        let pass = match cond {
-            Some(c) => match c.test(&row, ctx) {
-                Ok(pass) => pass,
-                Err(error) => return Some(error),
-            },
-            None => true,
-        };
-        if let Some(error) = super::write::strict_error(ctx) {
-            return Some(error);
-        }
-        if !pass {
-            continue;
+        match super::write::replayed_test(cond, &row, ctx) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(error) => return Some(error),
         }
         passed += 1;
         if passed <= offset {

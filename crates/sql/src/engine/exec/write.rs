@@ -1600,6 +1600,24 @@ pub(crate) fn abort_on_warning(
     }
 }
 
+/// Whether a row the error replays read again passes the WHERE, or the
+/// error its test, or strict mode of a warning of it, gives.
+pub(crate) fn replayed_test(
+    cond: Option<&Expr>,
+    row: &[Val],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<bool> {
+    ctx.warnings.clear();
+    let pass = match cond {
+        Some(c) => c.test(row, ctx)?,
+        None => true,
+    };
+    match strict_error(ctx) {
+        Some(error) => Err(error),
+        None => Ok(pass),
+    }
+}
+
 /// The error strict mode makes of the first warning `ctx` holds (not a
 /// note nor a planning warning); the warnings are taken either way.
 pub(crate) fn strict_error(ctx: &mut Ctx<'_>) -> Option<SqlError> {
@@ -2415,19 +2433,10 @@ fn first_update_error_of_rows(
         if matched >= limit {
             break;
         }
-        ctx.warnings.clear();
-        let pass = match cond {
-            Some(c) => match c.test(&old, ctx) {
-                Ok(pass) => pass,
-                Err(error) => return Ok(Some(error)),
-            },
-            None => true,
-        };
-        if let Some(error) = strict_error(ctx) {
-            return Ok(Some(error));
-        }
-        if !pass {
-            continue;
+        match replayed_test(cond, &old, ctx) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(error) => return Ok(Some(error)),
         }
         matched += 1;
         let changes = match changes_of(table, &old, assignments, checks, ctx, read + 1) {
