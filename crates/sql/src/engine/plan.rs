@@ -267,6 +267,18 @@ fn equated_null(e: &Expr) -> bool {
     )
 }
 
+/// The order comparison true exactly where `op` is false (for values
+/// that are not NULL); None for an equality.
+fn inverse(op: CmpOp) -> Option<CmpOp> {
+    match op {
+        CmpOp::Lt => Some(CmpOp::Ge),
+        CmpOp::Le => Some(CmpOp::Gt),
+        CmpOp::Gt => Some(CmpOp::Le),
+        CmpOp::Ge => Some(CmpOp::Lt),
+        CmpOp::Eq | CmpOp::Ne | CmpOp::NullSafeEq => None,
+    }
+}
+
 /// What a conjunct folds to.
 enum Folded {
     True,
@@ -563,6 +575,14 @@ fn fold_disjuncts(
     if let Expr::Not(inner) = e {
         return Ok(match fold_disjuncts(table, numbers, inner, ctx)? {
             Folded::True => Folded::NotTrue,
+            // NOT of an order comparison is the opposite one (NULL either
+            // way), which a key's range can use, as MariaDB's range
+            // optimizer does: `NOT ('Banana' < id)` reads `id <= 0` only,
+            // and no row there warns of 'Banana' (DML seed 144).
+            Folded::Expr(Expr::Cmp(op, a, b, c)) => Folded::Expr(match inverse(op) {
+                Some(opposite) => Expr::Cmp(opposite, a, b, c),
+                None => Expr::Not(Box::new(Expr::Cmp(op, a, b, c))),
+            }),
             Folded::Expr(inner) => Folded::Expr(Expr::Not(Box::new(inner))),
             // False or NULL: NOT of it is not known here.
             Folded::NotTrue => Folded::Expr(e.clone()),
