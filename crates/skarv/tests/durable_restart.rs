@@ -100,6 +100,13 @@ fn wait_durable_after_a_system_restart_answers_durable_only_for_a_row_that_survi
     .primary_key(vec![0]);
     session.create_table(&def).expect("create dr_rows");
     let (mut durable, mut lost) = (0, 0);
+    // Rounds whose `wait_durable` was asked while the cluster was down (a
+    // temporary answer): the client read its failure then. A round whose
+    // epoch was durable before the kill is answered at once, and the
+    // client, idle until the nodes are back, may read the old
+    // connections' closes only beside the new ones, which counts no
+    // failure (CI saw 2 of 3).
+    let mut waited_through = 0u64;
     for (round, &kill_after_ms) in KILL_AFTER_MS.iter().enumerate() {
         let key = round as i64;
         let table = session.table("dr_rows").expect("dr_rows");
@@ -127,11 +134,13 @@ fn wait_durable_after_a_system_restart_answers_durable_only_for_a_row_that_survi
         // errors that say "not now" (no node live, node failure, not
         // started) are asked again; the answer is durable or lost.
         let start = Instant::now();
+        let mut waited = false;
         let answer = loop {
             match session.wait_durable(epoch) {
                 Ok(gci) => break Ok(gci),
                 Err(e) if e.code == skarv_client::codes::COMMIT_LOST_BY_RESTART => break Err(e),
                 Err(e) if e.is_temporary() || e.is_unknown_result() => {
+                    waited = true;
                     assert_ne!(
                         e.code,
                         skarv_client::codes::DURABILITY_UNKNOWN,
@@ -147,6 +156,7 @@ fn wait_durable_after_a_system_restart_answers_durable_only_for_a_row_that_survi
                 Err(e) => panic!("round {round}: wait_durable({epoch}): {e}"),
             }
         };
+        waited_through += u64::from(waited);
         wait_restarted(&sandbox, &pids);
         let row = read_row(&session, key);
         match answer {
@@ -180,8 +190,8 @@ fn wait_durable_after_a_system_restart_answers_durable_only_for_a_row_that_survi
         "some commit was lost by a restart: {durable} durable"
     );
     assert!(
-        cluster.stats().cluster_failures >= KILL_AFTER_MS.len() as u64,
-        "the client saw each cluster failure: {:?}",
+        waited_through > 0 && cluster.stats().cluster_failures >= waited_through,
+        "the client saw each cluster failure it waited through ({waited_through}): {:?}",
         cluster.stats()
     );
 }
