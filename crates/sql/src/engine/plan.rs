@@ -110,10 +110,7 @@ pub fn fold_constants<'e>(
             Folded::Expr(e) => kept.push(e),
         }
     }
-    Ok(kept
-        .into_iter()
-        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
-        .map(Cow::Owned))
+    Ok(Expr::and_of(kept).map(Cow::Owned))
 }
 
 /// [`fold_constants`] of a SELECT's WHERE (`numbers`). A WHERE that is
@@ -196,11 +193,7 @@ fn key_text_read_first(table: &TableInfo, conjuncts: &[&Expr], ctx: &mut Ctx<'_>
         b.clone(),
         *collation,
     );
-    Some(
-        rest.iter()
-            .map(|e| (*e).clone())
-            .fold(read, |a, b| Expr::And(Box::new(a), Box::new(b))),
-    )
+    Expr::and_of(std::iter::once(read).chain(rest.iter().map(|e| (*e).clone())))
 }
 
 /// A SELECT's WHERE with its conjuncts that equate a column with a
@@ -218,11 +211,7 @@ fn equalities_first(table: &TableInfo, conjuncts: &[&Expr]) -> Option<Expr> {
     }
     let (equalities, rest): (Vec<&Expr>, Vec<&Expr>) =
         conjuncts.iter().copied().partition(|c| first(c));
-    equalities
-        .into_iter()
-        .chain(rest)
-        .cloned()
-        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+    Expr::and_of(equalities.into_iter().chain(rest).cloned())
 }
 
 /// Whether `e` is `col = constant` of the column's own kind, a number

@@ -762,10 +762,7 @@ fn plan_select(
             .map(|w| scope.lower_condition(w))
             .transpose()?;
         let (cond, late) = split_late(cond, base_width);
-        let late = late_on
-            .drain(..)
-            .chain(late)
-            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+        let late = Expr::and_of(late_on.drain(..).chain(late));
         scope.clause = "ON";
         for (lat, l) in laterals.iter_mut().zip(&lateral_asts) {
             lat.on =
@@ -1307,12 +1304,7 @@ fn split_late(cond: Option<Expr>, base_width: usize) -> (Option<Expr>, Option<Ex
     }
     let (late, early): (Vec<&Expr>, Vec<&Expr>) =
         cond.conjuncts().into_iter().partition(|c| late_one(c));
-    let and = |items: Vec<&Expr>| {
-        items
-            .into_iter()
-            .cloned()
-            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
-    };
+    let and = |items: Vec<&Expr>| Expr::and_of(items.into_iter().cloned());
     (and(early), and(late))
 }
 

@@ -2031,12 +2031,7 @@ fn lower_targets(
                         after_sub |= x.has_sub();
                         after_sub && (x.has_sub() || !plan::quiet(x, &|e| scope.kind(e)))
                     });
-                let and = |items: Vec<&Expr>| {
-                    items
-                        .into_iter()
-                        .cloned()
-                        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
-                };
+                let and = |items: Vec<&Expr>| Expr::and_of(items.into_iter().cloned());
                 (and(early), and(late))
             }
             other => (other, None),
@@ -2089,18 +2084,14 @@ fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
     {
         return cond;
     }
-    lowered
-        .into_iter()
-        .zip(asts)
-        .map(|(c, w)| {
-            if c.is_constant() && reads_table(w) {
-                Expr::Func(crate::engine::expr::Func::PerRow, vec![c.clone()])
-            } else {
-                c.clone()
-            }
-        })
-        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
-        .unwrap_or(cond)
+    let per_row = lowered.into_iter().zip(asts).map(|(c, w)| {
+        if c.is_constant() && reads_table(w) {
+            Expr::Func(crate::engine::expr::Func::PerRow, vec![c.clone()])
+        } else {
+            c.clone()
+        }
+    });
+    Expr::and_of(per_row).unwrap_or(cond)
 }
 
 /// A WHERE with a column compared with itself folded as MariaDB's

@@ -1511,6 +1511,12 @@ pub fn string_integer(b: &[u8], hi: i128, ctx: &mut Ctx<'_>) -> (i128, bool) {
     (i.clamp(lo, hi), clamped)
 }
 
+/// MariaDB's 1916 of a value `shown` clamped to the type `ty` ("INT",
+/// "UNSIGNED BIGINT", …).
+pub fn overflow_message(shown: &str, ty: &str) -> String {
+    format!("Got overflow when converting '{shown}' to {ty}. Value truncated")
+}
+
 /// `CAST(v AS to)`.
 pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     if v.is_null() {
@@ -1538,13 +1544,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                         } else {
                             "INT"
                         };
-                        ctx.warn(
-                            codes::DATA_OVERFLOW,
-                            format!(
-                                "Got overflow when converting '{}' to {ty}. Value truncated",
-                                d.to_text()
-                            ),
-                        );
+                        ctx.warn(codes::DATA_OVERFLOW, overflow_message(&d.to_text(), ty));
                     }
                     i.clamp(lo, hi)
                 }
@@ -1560,13 +1560,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                         (i64::MIN as f64, i64::MAX as f64, "SIGNED BIGINT")
                     };
                     if f < lo || f >= hi {
-                        ctx.note(
-                            codes::DATA_OVERFLOW,
-                            format!(
-                                "Got overflow when converting '{}' to {ty}. Value truncated",
-                                v.to_text()
-                            ),
-                        );
+                        ctx.note(codes::DATA_OVERFLOW, overflow_message(&v.to_text(), ty));
                     }
                     if *to == CastTo::Unsigned {
                         i128::from(f as u64)

@@ -3508,10 +3508,8 @@ fn str_to_date(text: &str, format: &str) -> Option<(Date, Option<Time>)> {
 pub fn aggregate_bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
     let (lo, hi) = (i128::from(i64::MIN), i128::from(i64::MAX));
     let overflow = |shown: String, ctx: &mut Ctx<'_>| {
-        ctx.warn(
-            crate::error::codes::DATA_OVERFLOW,
-            format!("Got overflow when converting '{shown}' to INT. Value truncated"),
-        );
+        let message = super::eval::overflow_message(&shown, "INT");
+        ctx.warn(crate::error::codes::DATA_OVERFLOW, message);
     };
     let i = match v {
         Val::Int(i) => return *i as u64,
@@ -3552,13 +3550,8 @@ pub fn bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
             (i.min(i128::from(u64::MAX)), "UNSIGNED INT")
         };
         if clamped != i {
-            ctx.warn(
-                crate::error::codes::DATA_OVERFLOW,
-                format!(
-                    "Got overflow when converting '{}' to {ty}. Value truncated",
-                    d.to_text()
-                ),
-            );
+            let message = super::eval::overflow_message(&d.to_text(), ty);
+            ctx.warn(crate::error::codes::DATA_OVERFLOW, message);
         }
         if i < 0 {
             clamped as i64 as u64

@@ -3603,6 +3603,14 @@ impl Expr {
         }
     }
 
+    /// The AND chain of `parts`, in order ([`Expr::conjuncts`]' inverse);
+    /// None for none.
+    pub fn and_of(parts: impl IntoIterator<Item = Expr>) -> Option<Expr> {
+        parts
+            .into_iter()
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+    }
+
     /// The conjuncts of an AND chain.
     pub fn conjuncts(&self) -> Vec<&Expr> {
         match self {

@@ -332,9 +332,7 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
 
 /// The AND of conjuncts (None for none).
 pub fn and_all(conds: &[Expr]) -> Option<Expr> {
-    let mut it = conds.iter().cloned();
-    let first = it.next()?;
-    Some(it.fold(first, |a, c| Expr::And(Box::new(a), Box::new(c))))
+    Expr::and_of(conds.iter().cloned())
 }
 
 /// Rows one value of the first `prefix` columns of the native ordered
