@@ -1665,13 +1665,7 @@ impl WholeCluster {
             c.client()
                 .subscriber
                 .as_ref()
-                .and_then(|s| {
-                    s.segments
-                        .last()
-                        .filter(|_| s.started())
-                        .map(|g| g.last() >= target)
-                })
-                .unwrap_or(false)
+                .is_some_and(|s| s.caught_up(era, target))
         };
         let until = self.sim.now() + DRAIN_MAX;
         while !caught_up(self) && self.sim.now() < until {
@@ -1691,6 +1685,23 @@ impl WholeCluster {
         let checked = check_stream(&subscriber.segments, &committed, &unknown)
             .map_err(|e| format!("seed {seed}: stream: {e}"))?;
         for segment in &subscriber.segments {
+            if let Some(mark) = &segment.restart {
+                // What the restart kept: every epoch of the GCI an
+                // outage's system restart restored (where the harness saw
+                // it; else at least the GCI reported complete before).
+                let gci = (mark.restored >> 32) as u32;
+                let restored = self.outages.iter().any(|o| match o.restart_gci {
+                    Some(r) => r == gci,
+                    None => gci >= o.complete_gci,
+                });
+                if !restored || mark.restored as u32 != u32::MAX {
+                    return Err(format!(
+                        "seed {seed}: subscription {} went on through a restart that kept up to \
+                         {:#x}, outages {:?}",
+                        segment.sub_id, mark.restored, self.outages
+                    ));
+                }
+            }
             let Some((from, to, cause)) = &segment.gap else {
                 continue;
             };
@@ -1700,8 +1711,12 @@ impl WholeCluster {
                 }
                 GapCause::Node { .. } => false,
                 // Every node of a group restarted since the subscription
-                // began: one replica, or the cluster was down.
-                GapCause::Lost { .. } => self.spec.replicas == 1 || !self.outages.is_empty(),
+                // began and the cluster restarted more than once before it
+                // could go on, or this API was away longer than the nodes
+                // keep a subscription.
+                GapCause::Lost { .. } => {
+                    self.spec.replicas == 1 || !self.outages.is_empty() || self.api_links_broken
+                }
             };
             if !explained {
                 return Err(format!(

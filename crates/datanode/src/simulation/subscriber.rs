@@ -4,9 +4,11 @@
 //! the parts as `skarv_client::events` does, acknowledges what it hands
 //! out (some epochs behind, chosen by the seed), subscribes again where
 //! docs/events.md says it must (a closed connection to a node that is
-//! back: `RESUBSCRIBE`; a gap ends the subscription, and a new one starts
-//! once every data node is connected), and records every epoch it hands
-//! out. [`check_stream`] compares that record with the committed history.
+//! back: `RESUBSCRIBE`; a system restart, answered `SubLostRef`: anew at
+//! every node at once, going on after a restart mark, as the client
+//! does; a gap ends the subscription, and a new one starts once every
+//! data node is connected), and records every epoch it hands out.
+//! [`check_stream`] compares that record with the committed history.
 //!
 //! The assembly rules (docs/events.md, "API"): a bucket of an epoch is
 //! whole when a node's last part of it came, and is taken from that node
@@ -19,7 +21,9 @@
 //! every bucket is whole, ascending. A bucket with no node of its group
 //! subscribed since before the last epoch handed out, nor one being
 //! subscribed again (its answer awaited), ends the subscription with a
-//! gap.
+//! gap if a node of its group is subscribed here (one restarted too
+//! recently); with none subscribed here the cluster is down, or only this
+//! API's links to the group are, and the subscription waits.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -40,6 +44,10 @@ pub const RESUBSCRIBE_RETRY: Duration = Duration::from_millis(200);
 /// reconnects after 100 ms), with the epochs kept (the client's
 /// `ORPHAN_WAIT_RECONNECTS` reconnect intervals).
 pub const ORPHAN_WAIT: Duration = Duration::from_millis(500);
+/// After a system restart, how long the subscriber waits for every data
+/// node to be connected before it subscribes anew at those that are (each
+/// node group needs one; the client's `RESTART_PARTIAL_WAIT_MS`).
+pub const RESTART_PARTIAL_WAIT: Duration = Duration::from_secs(10);
 
 /// One row change as received: `v` before and after (`None`: no image).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,8 +71,29 @@ pub enum GapCause {
     /// Data node `node` cut the subscription off (`SubGapRep`).
     Node { node: NodeId },
     /// Restarted data node `node`, subscribed again, found no node of its
-    /// group that kept the subscription (`SubLostRef`).
+    /// group that kept the subscription (`SubLostRef`), and the
+    /// subscription cannot go on: the cluster restarted more than once
+    /// before it could (`previous_incarnation` is not the subscription's),
+    /// or did not restart (`incarnation` is the subscription's: the nodes
+    /// dropped a subscription whose API was away too long).
     Lost { node: NodeId },
+}
+
+/// How a segment ended in a system restart the subscription went on
+/// through (the client's `Event::Restart`): the next segment is the same
+/// subscription, from `resumed` of the new incarnation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RestartMark {
+    /// The last epoch the restart kept (every epoch of its restart GCI).
+    pub restored: u64,
+    /// The new incarnation's last epoch not in the stream.
+    pub resumed: u64,
+    /// The incarnations before and after.
+    pub from_incarnation: u32,
+    pub to_incarnation: u32,
+    /// Attempts made (each a fresh `SubStartReq` at every node; one
+    /// refused is stopped and made again).
+    pub attempts: u32,
 }
 
 /// One subscription's record: what it handed out, and how it ended.
@@ -80,6 +109,9 @@ pub struct Segment {
     pub epochs: Vec<(u64, Vec<StreamChange>)>,
     /// Gap `(from, to, cause)`: the subscription ended.
     pub gap: Option<(u64, u64, GapCause)>,
+    /// The cluster restarted from disk and the subscription went on in the
+    /// next segment.
+    pub restart: Option<RestartMark>,
     /// Parts dropped as already whole (resends the API had).
     pub dropped: u64,
     /// The subscriber's state when it ended ([`Subscriber::describe`]).
@@ -118,6 +150,24 @@ struct OpenEpoch {
     coming: Vec<(NodeId, NodeId, Vec<StreamChange>)>,
 }
 
+/// A subscription being made anew after a system restart (the client's
+/// `Restarting`).
+#[derive(Clone, Debug)]
+struct Restarting {
+    restored: u64,
+    /// The incarnation the cluster restarted into.
+    incarnation: u32,
+    since: Instant,
+    /// The nodes asked in the attempt under way: all of them answer, or
+    /// the attempt is stopped.
+    attempt: Option<BTreeSet<NodeId>>,
+    retry_at: Option<Instant>,
+    attempts: u32,
+    /// The outages the harness had seen when the attempt was made: the
+    /// era of the segment that goes on.
+    era: usize,
+}
+
 /// The subscriber: state of the current subscription and the record of
 /// every one so far.
 pub struct Subscriber {
@@ -141,6 +191,10 @@ pub struct Subscriber {
     /// `ORPHAN_WAIT` (see [`Subscriber::check_orphans`]).
     down_since: BTreeMap<NodeId, Instant>,
     last_lost: Option<NodeId>,
+    /// The cluster incarnation the current subscription's epochs are of
+    /// (its `SubStartConf`s name it).
+    incarnation: u32,
+    restarting: Option<Restarting>,
     pub segments: Vec<Segment>,
     /// Signals of subscriptions that ended (late parts, answers): ignored.
     pub stale: u64,
@@ -167,6 +221,8 @@ impl Subscriber {
             new_after: None,
             down_since: BTreeMap::new(),
             last_lost: None,
+            incarnation: 0,
+            restarting: None,
             segments: Vec::new(),
             stale: 0,
         }
@@ -209,12 +265,14 @@ impl Subscriber {
             self.active = true;
             self.open.clear();
             self.acked = 0;
+            self.incarnation = 0;
             self.segments.push(Segment {
                 sub_id,
                 era,
                 start: None,
                 epochs: Vec::new(),
                 gap: None,
+                restart: None,
                 dropped: 0,
                 ended_as: String::new(),
             });
@@ -222,6 +280,10 @@ impl Subscriber {
                 self.nodes.insert(n, NodeSub::Asking);
                 ctx.send(SubscriptionBlock::address(n), self.request(0));
             }
+            return;
+        }
+        if self.restarting.is_some() {
+            self.restart_step(connected, era, ctx);
             return;
         }
         let started = self.current().is_some_and(|s| s.start.is_some());
@@ -266,6 +328,11 @@ impl Subscriber {
         let Some(segment) = self.current() else {
             return;
         };
+        if self.restarting.is_some() {
+            // An attempt under way that asked it fails.
+            self.restart_answered(ctx);
+            return;
+        }
         if segment.start.is_none() {
             // Not started yet: give this one up, a new one follows once
             // every node is connected again.
@@ -280,12 +347,19 @@ impl Subscriber {
     /// epoch handed out, none whose new subscription is still being
     /// answered (a node that stayed up answers with its old start, and has
     /// kept the epochs), and none whose connection closed less than
-    /// `ORPHAN_WAIT` ago (it may come back; the tick checks again). `node`
-    /// is the one whose loss is checked.
+    /// `ORPHAN_WAIT` ago (it may come back; the tick checks again), while a
+    /// node of its group is subscribed here: with none, the whole group is
+    /// down (a cluster outage) or out of this API's reach, nothing is known
+    /// lost, and the subscription waits (a node that stayed up resends, a
+    /// restarted one answers `SubLostRef`). `node` is the one whose loss
+    /// is checked.
     fn check_orphans(&mut self, node: NodeId, ctx: &mut Context<'_>) {
         let Some(segment) = self.current() else {
             return;
         };
+        if self.restarting.is_some() {
+            return;
+        }
         let Some(start) = segment.start else {
             return;
         };
@@ -299,12 +373,16 @@ impl Subscriber {
                 .iter()
                 .find(|g| g.contains(&bucket))
                 .expect("a bucket's group");
-            !group.iter().any(|n| match self.nodes.get(n) {
-                Some(NodeSub::Live { start }) => *start <= completed,
-                Some(NodeSub::Asking) => true,
-                Some(NodeSub::Down | NodeSub::Retry(_)) => may_return(n),
-                None => false,
-            })
+            let subscribed_here = group
+                .iter()
+                .any(|n| matches!(self.nodes.get(n), Some(NodeSub::Live { .. })));
+            subscribed_here
+                && !group.iter().any(|n| match self.nodes.get(n) {
+                    Some(NodeSub::Live { start }) => *start <= completed,
+                    Some(NodeSub::Asking) => true,
+                    Some(NodeSub::Down | NodeSub::Retry(_)) => may_return(n),
+                    None => false,
+                })
         });
         if let Some(bucket) = orphan {
             self.end(
@@ -333,6 +411,7 @@ impl Subscriber {
         self.open.clear();
         self.down_since.clear();
         self.last_lost = None;
+        self.restarting = None;
         for (&n, state) in &mut self.nodes {
             if *state != NodeSub::Down {
                 ctx.send(
@@ -361,9 +440,20 @@ impl Subscriber {
             return Ok(true);
         }
         match &signal.body {
-            SignalBody::SubStartConf { start_epoch, .. } => {
-                if self.nodes.get(&node) != Some(&NodeSub::Asking) {
-                    return Err(format!("node {node}: SubStartConf not asked for"));
+            SignalBody::SubStartConf {
+                start_epoch,
+                incarnation,
+                ..
+            } => {
+                match self.nodes.get(&node) {
+                    Some(NodeSub::Asking) => {}
+                    // Asked on a connection that closed since: a late
+                    // answer (late signals), the node is asked again.
+                    Some(NodeSub::Down) => {
+                        self.stale += 1;
+                        return Ok(true);
+                    }
+                    _ => return Err(format!("node {node}: SubStartConf not asked for")),
                 }
                 self.nodes.insert(
                     node,
@@ -372,6 +462,27 @@ impl Subscriber {
                     },
                 );
                 self.down_since.remove(&node);
+                if let Some(restart) = &self.restarting {
+                    if *incarnation != restart.incarnation {
+                        return Err(format!(
+                            "node {node}: subscribed anew after the restart into incarnation {:#x}, \
+                             it names {incarnation:#x}",
+                            restart.incarnation
+                        ));
+                    }
+                    self.restart_answered(ctx);
+                    return Ok(true);
+                }
+                if self.incarnation == 0 {
+                    self.incarnation = *incarnation;
+                } else if *incarnation != self.incarnation {
+                    return Err(format!(
+                        "node {node}: SubStartConf names incarnation {incarnation:#x}, the \
+                         subscription's is {:#x} (a restarted node that kept nothing answers \
+                         SubLostRef)",
+                        self.incarnation
+                    ));
+                }
                 // A bucket that waited for this answer may have no node
                 // left that can resend it (the node restarted: its start
                 // is recent).
@@ -397,16 +508,13 @@ impl Subscriber {
                     }
                 }
             }
-            SignalBody::SubLostRef { .. } if self.started() => {
-                // Its group kept nothing of it (the cluster restarted):
-                // the gap, and this subscriber subscribes anew.
-                let completed = self
-                    .current()
-                    .map_or(0, |s| s.last().max(s.start.unwrap_or(0)));
-                self.end(
-                    Some((completed + 1, u64::MAX, GapCause::Lost { node })),
-                    ctx,
-                );
+            SignalBody::SubLostRef {
+                incarnation,
+                previous_incarnation,
+                restart_gci,
+                ..
+            } if self.started() => {
+                self.on_lost(node, *incarnation, *previous_incarnation, *restart_gci, ctx);
             }
             SignalBody::SubLostRef { message, .. } => {
                 return Err(format!(
@@ -420,7 +528,12 @@ impl Subscriber {
                     ));
                 }
                 let retry = ctx.now() + RESUBSCRIBE_RETRY;
-                if self.started() {
+                if self.restarting.is_some() {
+                    // Still starting: the attempt is stopped and made
+                    // again (`restart_answered`).
+                    self.nodes.insert(node, NodeSub::Down);
+                    self.restart_answered(ctx);
+                } else if self.started() {
                     self.nodes.insert(node, NodeSub::Retry(retry));
                     self.check_orphans(node, ctx);
                 } else {
@@ -470,7 +583,9 @@ impl Subscriber {
         complete: bool,
     ) -> Result<(), String> {
         let segment = self.segments.last_mut().expect("current");
-        if segment.start.is_some() && epoch <= segment.last() {
+        // While the subscription is made anew after a restart the epochs
+        // are numbered anew: those up to the new start are dropped then.
+        if segment.start.is_some() && epoch <= segment.last() && self.restarting.is_none() {
             segment.dropped += 1;
             return Ok(());
         }
@@ -520,7 +635,7 @@ impl Subscriber {
     fn hand_out(&mut self, ctx: &mut Context<'_>) {
         let buckets = self.buckets().count();
         let segment = self.segments.last_mut().expect("current");
-        if segment.start.is_none() {
+        if segment.start.is_none() || self.restarting.is_some() {
             return;
         }
         while let Some(entry) = self.open.first_entry() {
@@ -547,6 +662,193 @@ impl Subscriber {
                 }
             }
         }
+    }
+
+    /// `node`, subscribed again, answered that its group kept nothing of the
+    /// subscription: the cluster restarted from disk into `incarnation`,
+    /// restoring GCI `restart_gci` of `previous`. As the client: if
+    /// `previous` is the incarnation the subscription's epochs are of (or
+    /// the one a restart under way went to), the subscription is made
+    /// anew and goes on; otherwise it ends with a gap.
+    fn on_lost(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        previous: u32,
+        restart_gci: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let ours = self
+            .restarting
+            .as_ref()
+            .map_or(self.incarnation, |r| r.incarnation);
+        if self.nodes.get(&node) == Some(&NodeSub::Asking) {
+            self.nodes.insert(node, NodeSub::Down);
+        }
+        if self.restarting.is_some() && incarnation == ours {
+            // Another node of the same restart.
+        } else if ours != 0 && previous == ours && incarnation != ours {
+            // A restart again before the stream went on keeps what the
+            // first kept (its GCIs are all above the first's).
+            let restored = self
+                .restarting
+                .as_ref()
+                .map_or((u64::from(restart_gci) << 32) | u64::from(u32::MAX), |r| {
+                    r.restored
+                });
+            // What was coming is of the old incarnation; the nodes
+            // subscribed at restarted.
+            self.open.clear();
+            for state in self.nodes.values_mut() {
+                if matches!(state, NodeSub::Live { .. }) {
+                    *state = NodeSub::Down;
+                }
+            }
+            self.down_since.clear();
+            self.last_lost = None;
+            self.restarting = Some(Restarting {
+                restored,
+                incarnation,
+                since: ctx.now(),
+                attempt: None,
+                retry_at: None,
+                attempts: 0,
+                era: 0,
+            });
+        } else {
+            let completed = self
+                .current()
+                .map_or(0, |s| s.last().max(s.start.unwrap_or(0)));
+            self.end(
+                Some((completed + 1, u64::MAX, GapCause::Lost { node })),
+                ctx,
+            );
+            return;
+        }
+        self.restart_answered(ctx);
+    }
+
+    /// After a system restart: subscribes anew (fresh `SubStartReq`s) at
+    /// every data node at once, once no answer is awaited and every node
+    /// is connected, or after [`RESTART_PARTIAL_WAIT`] at those that are
+    /// if each node group has one.
+    fn restart_step(&mut self, connected: &BTreeSet<NodeId>, era: usize, ctx: &mut Context<'_>) {
+        let Some(restart) = &self.restarting else {
+            return;
+        };
+        if restart.attempt.is_some()
+            || restart.retry_at.is_some_and(|at| ctx.now() < at)
+            || self.nodes.values().any(|s| *s == NodeSub::Asking)
+        {
+            return;
+        }
+        let all: Vec<NodeId> = self.buckets().collect();
+        let reachable: BTreeSet<NodeId> = all
+            .iter()
+            .copied()
+            .filter(|n| connected.contains(n))
+            .collect();
+        let every_group = self
+            .groups
+            .iter()
+            .all(|g| g.iter().any(|n| reachable.contains(n)));
+        let waited = ctx.now() >= restart.since + RESTART_PARTIAL_WAIT;
+        if !(reachable.len() == all.len() || waited && every_group) {
+            return;
+        }
+        let request = self.request(0);
+        for &n in &reachable {
+            self.nodes.insert(n, NodeSub::Asking);
+            ctx.send(SubscriptionBlock::address(n), request.clone());
+        }
+        if let Some(restart) = &mut self.restarting {
+            restart.attempt = Some(reachable);
+            restart.attempts += 1;
+            restart.era = era;
+        }
+    }
+
+    /// An answer of the attempt under way came (or a node of it was lost):
+    /// once none is awaited, either every node asked is subscribed and
+    /// the stream goes on after the highest of their starts, in a new
+    /// segment behind a [`RestartMark`], or the attempt is stopped and
+    /// made again [`RESUBSCRIBE_RETRY`] later.
+    fn restart_answered(&mut self, ctx: &mut Context<'_>) {
+        let Some(restart) = self.restarting.clone() else {
+            return;
+        };
+        let Some(asked) = &restart.attempt else {
+            return;
+        };
+        if asked
+            .iter()
+            .any(|n| self.nodes.get(n) == Some(&NodeSub::Asking))
+        {
+            return;
+        }
+        let starts: Option<Vec<u64>> = asked
+            .iter()
+            .map(|n| match self.nodes.get(n) {
+                Some(NodeSub::Live { start }) => Some(*start),
+                _ => None,
+            })
+            .collect();
+        let sub_id = self.sub_id().expect("a subscription");
+        let Some(starts) = starts else {
+            for (&n, state) in &mut self.nodes {
+                if matches!(state, NodeSub::Live { .. }) {
+                    ctx.send(
+                        SubscriptionBlock::address(n),
+                        SignalBody::SubStopReq { sub_id },
+                    );
+                }
+                *state = NodeSub::Down;
+            }
+            self.open.clear();
+            self.restarting = Some(Restarting {
+                attempt: None,
+                retry_at: Some(ctx.now() + RESUBSCRIBE_RETRY),
+                ..restart
+            });
+            return;
+        };
+        let resumed = starts.into_iter().max().unwrap_or(0);
+        self.open = self.open.split_off(&(resumed + 1));
+        let state = self.describe();
+        let segment = self.segments.last_mut().expect("current");
+        segment.restart = Some(RestartMark {
+            restored: restart.restored,
+            resumed,
+            from_incarnation: self.incarnation,
+            to_incarnation: restart.incarnation,
+            attempts: restart.attempts,
+        });
+        segment.ended_as = state;
+        self.segments.push(Segment {
+            sub_id,
+            era: restart.era,
+            start: Some(resumed),
+            epochs: Vec::new(),
+            gap: None,
+            restart: None,
+            dropped: 0,
+            ended_as: String::new(),
+        });
+        self.restarting = None;
+        self.incarnation = restart.incarnation;
+        self.acked = resumed;
+        for (&n, state) in &self.nodes {
+            if matches!(state, NodeSub::Live { .. }) {
+                ctx.send(
+                    SubscriptionBlock::address(n),
+                    SignalBody::SubGcpCompleteAck {
+                        sub_id,
+                        epoch: resumed,
+                    },
+                );
+            }
+        }
+        self.hand_out(ctx);
     }
 
     /// The current subscription's state, for a failure's report: each
@@ -576,6 +878,17 @@ impl Subscriber {
     /// Whether a subscription is started and not ended.
     pub fn started(&self) -> bool {
         self.current().is_some_and(|s| s.start.is_some())
+    }
+
+    /// Whether the subscription handed out every epoch up to `target` of
+    /// era `era`: started, not being made anew after a restart (its last
+    /// segment is of the era before; the new incarnation's epoch numbers
+    /// may be below those it handed out), in that era.
+    pub fn caught_up(&self, era: usize, target: u64) -> bool {
+        self.restarting.is_none()
+            && self
+                .current()
+                .is_some_and(|s| s.start.is_some() && s.era == era && s.last() >= target)
     }
 }
 
@@ -633,6 +946,10 @@ pub struct StreamChecked {
     /// Changes of transactions whose outcome stayed unknown, found.
     pub unknown_found: u64,
     pub gaps: u64,
+    /// System restarts a subscription went on through, and the attempts
+    /// it took to go on.
+    pub restarts: u64,
+    pub restart_attempts: u64,
     pub dropped: u64,
 }
 
@@ -655,14 +972,29 @@ pub fn check_stream(
 ) -> Result<StreamChecked, String> {
     let mut checked = StreamChecked::default();
     let mut unknown_used = vec![false; unknown.len()];
+    let mut went_on: Option<u32> = None;
     for seg in segments {
         let Some(start) = seg.start else {
             continue;
         };
-        checked.subscriptions += 1;
+        // A segment after a restart is the same subscription going on.
+        if went_on != Some(seg.sub_id) {
+            checked.subscriptions += 1;
+        }
+        went_on = seg.restart.map(|_| seg.sub_id);
         checked.dropped += seg.dropped;
         if seg.gap.is_some() {
             checked.gaps += 1;
+        }
+        if let Some(mark) = &seg.restart {
+            checked.restarts += 1;
+            checked.restart_attempts += u64::from(mark.attempts);
+            if mark.to_incarnation == mark.from_incarnation || mark.to_incarnation == 0 {
+                return Err(format!(
+                    "subscription {}: a restart from incarnation {:#x} to {:#x}",
+                    seg.sub_id, mark.from_incarnation, mark.to_incarnation
+                ));
+            }
         }
         let what = format!("subscription {} (start {start:#x})", seg.sub_id);
         let mut last = start;
