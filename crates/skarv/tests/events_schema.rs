@@ -35,7 +35,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -539,6 +539,59 @@ fn a_later_subscription_to_the_parked_table_has_it_alone() {
         })
         .collect();
     assert_eq!(rows, [1], "the parked table's row, and only it: {seen:?}");
+}
+
+/// A swap undone: the RENAME's later pair fails, so the SQL node renames
+/// the pairs done back, and the table that had taken the parked one's
+/// name replaces nothing any more: its `replaces` is cleared (with the
+/// pair left, it still named `t`; seen), so the data nodes forget the
+/// pair and no longer capture `t_new` for a subscription to `t`. The
+/// client left those changes out anyway (`resolve_copy` finds `t` under
+/// its name, not `t_new`): the subscription's rows are `t`'s with or
+/// without the fix, checked here so that it stays so.
+#[test]
+fn a_swap_undone_by_a_failed_later_pair_replaces_nothing() {
+    let (_sandbox, mut admin, cluster) =
+        start("events-undone", "ud", "id INT PRIMARY KEY, v INT NOT NULL");
+    admin
+        .query_drop("CREATE TABLE ud.t_new (id INT PRIMARY KEY, v INT NOT NULL)")
+        .unwrap();
+    let failed = admin
+        .query_drop("RENAME TABLE ud.t TO ud.t_old, ud.t_new TO ud.t, ud.nosuch TO ud.other")
+        .expect_err("a pair of a table that does not exist");
+    assert!(failed.to_string().contains("nosuch"), "{failed}");
+    let tables: Vec<String> = admin.query("SHOW TABLES FROM ud").unwrap();
+    assert_eq!(tables, ["t", "t_new"], "every pair renamed back");
+    let session = cluster.session().expect("session");
+    let back = session.table("ud/def/t_new").expect("t_new");
+    assert_eq!(
+        back.def().replaces,
+        0,
+        "t_new back under its name replaces nothing"
+    );
+    let mut sub = session
+        .subscribe(&["ud/def/t"], SubscribeOptions::default())
+        .expect("subscribe to the table taken back");
+    for (table, id) in [("t", 1), ("t_new", 2), ("t", 3)] {
+        admin
+            .query_drop(format!("INSERT INTO ud.{table} (id, v) VALUES ({id}, 0)"))
+            .expect("insert");
+    }
+    admin.query_drop("DROP TABLE ud.t").expect("drop");
+    let seen = record(&mut sub, "ud/def/t");
+    // Rows of one epoch come in bucket order, not commit order.
+    let rows: BTreeSet<u64> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Row { id, .. } => Some(*id),
+            Seen::Schema(..) => None,
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        BTreeSet::from([1, 3]),
+        "the table's own rows, and only them: {seen:?}"
+    );
 }
 
 #[test]

@@ -400,6 +400,9 @@ fn with_hidden_tables(
             let mut parts = table.blob_parts_table(c, id);
             parts.replaces = match replaced {
                 Some(replaced) => parts_of(replaced, &column.name).map_or(0, |t| t.id),
+                // The table replaces nothing any more (a RENAME TABLE's
+                // swap undone): nor do its parts.
+                None if table.replaces == 0 => 0,
                 None => existing.map_or(0, |t| t.replaces),
             };
             tables.push(parts);
@@ -567,6 +570,15 @@ mod tests {
         let mut later = swapped.base().clone();
         later.sql_meta = vec![1];
         let plan = plan_alter(&schema, copy.base().id, &later.to_bytes()).expect("an alter");
-        assert_eq!(replaces(&plan.group.expect("altered"), "b"), old_b);
+        let later = plan.group.expect("altered");
+        assert_eq!(replaces(&later, "b"), old_b);
+        // The swap undone (renamed back, replacing nothing): nor do its
+        // parts.
+        schema.install(later.clone());
+        let mut back = later.base().clone();
+        back.name = "#sql-new".into();
+        back.replaces = 0;
+        let plan = plan_alter(&schema, copy.base().id, &back.to_bytes()).expect("undone");
+        assert_eq!(replaces(&plan.group.expect("altered"), "b"), 0);
     }
 }

@@ -137,6 +137,11 @@ impl Capture {
         self.followed.push((old, new));
     }
 
+    /// `new` no longer replaces `old` (a swap undone).
+    pub fn unfollow(&mut self, old: u32, new: u32) {
+        self.followed.retain(|&pair| pair != (old, new));
+    }
+
     /// Table `table` was dropped: it is no longer a copy to follow.
     pub fn forget(&mut self, table: u32) {
         self.followed.retain(|&(_, new)| new != table);

@@ -1157,6 +1157,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         };
         let replaced = table.replaces;
+        if replaced == 0 && replaced_before != 0 {
+            // A swap undone (a RENAME TABLE whose later pair failed): the
+            // table replaces nothing now. Subscriptions that follow it
+            // keep it, as they keep a parked table; a later one to the
+            // table it replaced no longer gets it.
+            self.capture.unfollow(replaced_before, table_id);
+            return;
+        }
         if replaced == 0 || replaced == replaced_before {
             return;
         }

@@ -3798,6 +3798,9 @@ fn rename_target(conn: &mut Conn<'_>, name: &ObjectName) -> SqlResult<(String, S
     Ok((db, table))
 }
 
+/// (database, table).
+type QualifiedName = (String, String);
+
 /// `RENAME TABLE a TO b[, c TO d …]`: each an online rename, in order;
 /// when one fails, the ones done are renamed back (as MySQL, the
 /// statement changes all or nothing, though another SQL node may see the
@@ -3823,7 +3826,8 @@ fn rename_tables(
     // The cluster id of the table each pair renamed (set by then: a pair
     // replaces only an earlier one's).
     let mut ids = vec![0u32; pairs.len()];
-    let mut done: Vec<((String, String), (String, String))> = Vec::new();
+    // (from, to, whether it set `replaces`) of each pair done.
+    let mut done: Vec<(QualifiedName, QualifiedName, bool)> = Vec::new();
     let mut result = Ok(());
     for (i, pair) in pairs.iter().enumerate() {
         let step = (|| {
@@ -3841,7 +3845,11 @@ fn rename_tables(
                 change.def.replaces = ids[parked];
             }
             change.apply(conn)?;
-            Ok(((info.db.clone(), info.name.clone()), target))
+            Ok((
+                (info.db.clone(), info.name.clone()),
+                target,
+                replaced[i].is_some(),
+            ))
         })();
         match step {
             Ok(d) => done.push(d),
@@ -3852,10 +3860,17 @@ fn rename_tables(
         }
     }
     if let Err(e) = result {
-        for (from, to) in done.into_iter().rev() {
+        for (from, to, replacing) in done.into_iter().rev() {
             let undo = catalog::table(conn, Some(&to.0), &to.1).and_then(|info| {
                 let mut change = Change::new(&info);
                 change.rename = Some(from.clone());
+                if replacing {
+                    // Back under its own name it replaces nothing: the
+                    // data nodes forget the pair, so a later subscription
+                    // to the table taken back does not get this one's
+                    // changes (docs/events.md, "A swap by hand").
+                    change.def.replaces = 0;
+                }
                 change.apply(conn).map(|_| ())
             });
             if let Err(u) = undo {
