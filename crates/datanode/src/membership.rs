@@ -946,6 +946,24 @@ impl Membership {
         if !view.supersedes(current) {
             return;
         }
+        let removed_here = !current.contains(sender)
+            && self
+                .view_history
+                .iter()
+                .any(|(_, members)| members.contains(&sender));
+        if removed_here && view.contains(self.me()) {
+            // A view that keeps this node, made by a node a view installed
+            // here removed (declared failed): that node comes back only
+            // restarted, through the president's admission. A paused
+            // president that resumes may still send a view it made from
+            // its old one before it learns it was removed; following it
+            // would leave this node behind a president that is gone while
+            // the rest goes on without it (the whole-cluster simulator's
+            // seed 529 with late signals: two views at once). A view that
+            // excludes this node is still taken (below): after a split of
+            // two equal sides it is how the side that loses the tie stops.
+            return;
+        }
         if !view.contains(self.me()) {
             self.excluded(view.president, ctx);
             return;

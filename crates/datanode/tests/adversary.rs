@@ -250,6 +250,25 @@ fn seeds_that_found_a_failed_primarys_late_commit() {
     }
 }
 
+/// Found by `stream_many_seeds` (three mixed rounds, every switch on):
+/// node 2, the president of three, is paused past its failure; nodes 3
+/// and 4 go on as view 4 without it. Resumed, node 2 makes a view 4 of
+/// its own from its old one, {2, 3}, sends it to node 3 and stops. Node 3
+/// took it (same id and size, lower president: the tie rule of two
+/// presidents), left node 4, and followed a president that was gone
+/// while node 4 went on alone: two views at once. A view that keeps this
+/// node from a node a view installed here removed is now ignored
+/// (docs/membership.md, "Failure").
+#[test]
+fn seed_529_a_removed_presidents_late_view_is_ignored() {
+    let report = soak_run(529, ALL);
+    assert!(report.result.is_ok(), "{:?}", report.result);
+    assert_eq!(
+        report.faults[0],
+        "round 0: pause node 2 for 1855 ms (declared dead)"
+    );
+}
+
 /// Seeds `seeds_pass_when_a_down_nodes_signals_arrive_late` runs.
 const LATE_SIGNAL_SEEDS: u64 = 8;
 
