@@ -189,6 +189,21 @@ fn seed_1795900126686330_a_successor_numbers_its_view_above_the_members() {
     );
 }
 
+/// Found by the soak: node 3 lost a split's tie and restarted while node
+/// 2 still waited for the arbitrator; node 3's connection came back
+/// before node 2's view removed it, and node 2's TC sent it writes of the
+/// old incarnation. Node 3's LDM took them into fragments it then emptied
+/// for the copy, and asserted. A key request of a TC before this node has
+/// joined the cluster is now refused (docs/recovery.md, "Node restart").
+#[test]
+fn seed_1796242536713195_a_restarted_node_refuses_writes_before_it_joins() {
+    soak_seed(
+        1_796_242_536_713_195,
+        0,
+        "round 0: split [node2] | [node3], heal after 1700 ms",
+    );
+}
+
 /// Every switch on, late signals too.
 const ALL: Adversary = Adversary {
     reorder: true,

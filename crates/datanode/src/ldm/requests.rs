@@ -562,6 +562,19 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if sender.block == BlockNumber::TRANSACTION_COORDINATOR && self.refuses_partial_copy() {
             return KeyReqPath::Refuse(error::NODE_FAILURE_ABORTED);
         }
+        if sender.block == BlockNumber::TRANSACTION_COORDINATOR
+            && !self.live.members().contains(self.config.node)
+        {
+            // This node has not joined the cluster since it started: the
+            // TC's view still holds this node's earlier incarnation (a
+            // node restarted while the other side of a split waited for
+            // the arbitrator, its connection back before the view that
+            // removes it). Its writes belong to that incarnation; taken
+            // here, they would sit in fragments about to be emptied for
+            // the copy (the whole-cluster soak's seed 1796242536713195).
+            self.stats.refused_starting += 1;
+            return KeyReqPath::Refuse(error::NODE_FAILURE_ABORTED);
+        }
         let known = self.txs.contains_key(&tx_id);
         if chain.is_empty()
             && commit_epoch == 0
