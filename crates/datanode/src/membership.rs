@@ -743,6 +743,18 @@ impl Membership {
             Phase::Started => {}
         }
         let view = self.view.clone().expect("a started node has a view");
+        if view.president == node {
+            // The president asks to join: it restarted before its failure
+            // was noticed here (a president never asks; another member may
+            // repeat a request the president already granted). Referring
+            // the new incarnation to the old one's name left it asking
+            // itself and this node referring everyone to it for ever (the
+            // whole-cluster soak's seed 1796242536712478 with late
+            // signals): the old incarnation is reported failed instead.
+            self.suspect(&[node], FailReason::Disconnected, ctx);
+            refuse(ctx, reply_to, RegRefReason::FailureHandling, None);
+            return;
+        }
         if view.president != self.me() {
             refuse(
                 ctx,

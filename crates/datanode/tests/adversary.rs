@@ -284,6 +284,19 @@ fn seed_529_a_removed_presidents_late_view_is_ignored() {
     );
 }
 
+/// Found by the soak with late signals: the president, node 2, paused,
+/// then restarted before node 4, its last member, noticed; node 4 sent
+/// the new incarnation's join request to "the president, node 2", which
+/// asked itself, refused as starting, for ever: the cluster never settled.
+/// A non-president member that gets a join request from its view's
+/// president now reports that president failed.
+#[test]
+fn seed_1796242536712478_a_restarted_president_is_not_its_own_referee() {
+    let report = soak_run(1_796_242_536_712_478, ALL);
+    assert!(report.result.is_ok(), "{:?}", report.result);
+    assert_eq!(report.faults[2], "round 2: pause node 2 for 2143 ms");
+}
+
 /// Seeds `seeds_pass_when_a_down_nodes_signals_arrive_late` runs.
 const LATE_SIGNAL_SEEDS: u64 = 8;
 
