@@ -690,12 +690,10 @@ impl Subscriber {
         } else if ours != 0 && previous == ours && incarnation != ours {
             // A restart again before the stream went on keeps what the
             // first kept (its GCIs are all above the first's).
-            let restored = self
-                .restarting
-                .as_ref()
-                .map_or((u64::from(restart_gci) << 32) | u64::from(u32::MAX), |r| {
-                    r.restored
-                });
+            let (restored, attempts) = self.restarting.as_ref().map_or(
+                ((u64::from(restart_gci) << 32) | u64::from(u32::MAX), 0),
+                |r| (r.restored, r.attempts),
+            );
             // What was coming is of the old incarnation; the nodes
             // subscribed at restarted.
             self.open.clear();
@@ -712,7 +710,7 @@ impl Subscriber {
                 since: ctx.now(),
                 attempt: None,
                 retry_at: None,
-                attempts: 0,
+                attempts,
                 era: 0,
             });
         } else {
