@@ -250,8 +250,13 @@ fn integer_of(v: &Val, exact: bool) -> Option<i128> {
             if let Ok(i) = prefix.parse::<i128>() {
                 return Some(i);
             }
-            integer_of(&Val::Dec(Dec::parse(prefix)?), exact)
-                .or_else(|| integer_of(&Val::Double(prefix.parse().ok()?), exact))
+            // Past a decimal's digits ('1e400'), as the double it starts
+            // with (its limit past a double's range): out of range.
+            match Dec::parse(prefix) {
+                Some(d) => integer_of(&Val::Dec(d), exact),
+                None => None,
+            }
+            .or_else(|| integer_of(&Val::Double(value::prefix_double(prefix).0), exact))
         }
         other => Some(other.temporal_number().round_i128()),
     }
@@ -344,7 +349,11 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     if !whole {
                         return fail(not_a_number(v, "double"));
                     }
-                    prefix.parse::<f64>().unwrap_or(0.0)
+                    // Past a double ('1e400'): out of range, as MariaDB's.
+                    match value::prefix_double(prefix) {
+                        (_, true) => return fail(Misfit::OutOfRange),
+                        (f, false) => f,
+                    }
                 }
                 Val::Date(_) | Val::DateTime(..) | Val::Time(_) => v.temporal_number().to_f64(),
                 other => other.to_f64().0,
@@ -402,8 +411,10 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     }
                     match Dec::parse(prefix) {
                         Some(d) => Some(d),
+                        // Past a decimal's digits, or a double's range
+                        // ('1e400'): out of range, as MariaDB's.
                         None => match prefix.parse::<f64>().ok().map(|f| (f, Dec::of_double(f))) {
-                            Some((f, None)) if f.is_finite() => return fail(Misfit::OutOfRange),
+                            Some((_, None)) => return fail(Misfit::OutOfRange),
                             parsed => parsed.and_then(|(_, d)| d),
                         },
                     }

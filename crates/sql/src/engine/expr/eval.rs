@@ -1258,7 +1258,22 @@ fn text_decimal(bytes: &[u8], ctx: &mut Ctx<'_>) -> Result<Dec, f64> {
     } else {
         Dec::parse(prefix)
     };
-    parsed.ok_or_else(|| prefix.parse().unwrap_or(0.0))
+    parsed.ok_or_else(|| {
+        let f = value::prefix_double(prefix).0;
+        // Past MariaDB's own decimal ('1e400' > 1): its overflow, 1916
+        // and 1292, though the comparison's answer is the double's.
+        if f.abs() >= DECIMAL_OVERFLOW_AT && whole {
+            ctx.warn(codes::DATA_OVERFLOW, overflow_message("", "DECIMAL"));
+            ctx.warn(
+                codes::TRUNCATED_WRONG_VALUE,
+                format!(
+                    "Truncated incorrect DECIMAL value: '{}'",
+                    shown_bytes(bytes)
+                ),
+            );
+        }
+        f
+    })
 }
 
 /// An operand of a comparison of strings and integers, as a DECIMAL (a
@@ -1517,6 +1532,10 @@ pub fn overflow_message(shown: &str, ty: &str) -> String {
     format!("Got overflow when converting '{shown}' to {ty}. Value truncated")
 }
 
+/// Where a string's number overflows MariaDB's own decimal (nine words
+/// of nine digits: 10^81), before any type's range is applied.
+const DECIMAL_OVERFLOW_AT: f64 = 1e81;
+
 /// `CAST(v AS to)`.
 pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     if v.is_null() {
@@ -1647,23 +1666,50 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         }
         CastTo::Decimals(_) => v,
         &CastTo::Decimal(p, s) => {
-            let d = match &v {
-                Val::Double(f) => Dec::of_double(*f),
-                Val::Str(b) => ctx.str_dec(b),
-                other => as_dec(other),
-            }
-            .unwrap_or(Dec::new(0, 0));
-            let d = d.rescale(s).unwrap_or(Dec::new(0, s));
             // p is at most 65 (cast_to refuses more).
             let max = value::pow10(p) - 1i128;
-            if d.mantissa.unsigned_abs() > max.unsigned_abs() {
+            let out_of_range = |negative: bool, ctx: &mut Ctx<'_>| {
                 ctx.warn(
                     codes::OUT_OF_RANGE,
                     "Out of range value for column 'CAST' at row 1".to_owned(),
                 );
-                Val::Dec(Dec::new(max * d.mantissa.signum(), s))
+                Val::Dec(Dec::new(if negative { -max } else { max }, s))
+            };
+            let d = match &v {
+                Val::Double(f) => Dec::of_double(*f),
+                Val::Str(b) => ctx.str_dec(b),
+                other => as_dec(other),
+            };
+            let Some(d) = d else {
+                // Past a decimal's digits ('1e80', a double of 1e300): the
+                // type's end. From 10^81 on MariaDB's own decimal
+                // overflows first (1916, and 1292 of a string) and holds
+                // 65 nines, which only a type of 65 whole digits keeps
+                // without 1264.
+                let f = v.to_f64().0;
+                if f.abs() >= DECIMAL_OVERFLOW_AT {
+                    ctx.warn(codes::DATA_OVERFLOW, overflow_message("", "DECIMAL"));
+                    if matches!(v, Val::Str(_)) {
+                        ctx.warn(
+                            codes::TRUNCATED_WRONG_VALUE,
+                            format!("Truncated incorrect DECIMAL value: '{}'", shown(&v)),
+                        );
+                    }
+                    if u32::from(p - s) >= value::DECIMAL_DIGITS_MAX {
+                        return Ok(Val::Dec(Dec::new(if f < 0.0 { -max } else { max }, s)));
+                    }
+                }
+                return Ok(out_of_range(f < 0.0, ctx));
+            };
+            // A value whose digits at scale s pass any decimal's is out of
+            // range too, not 0.
+            let Some(r) = d.rescale(s) else {
+                return Ok(out_of_range(d.mantissa < 0i128, ctx));
+            };
+            if r.mantissa.unsigned_abs() > max.unsigned_abs() {
+                out_of_range(r.mantissa < 0i128, ctx)
             } else {
-                Val::Dec(d)
+                Val::Dec(r)
             }
         }
         CastTo::Date => match to_datetime(&v, ctx) {

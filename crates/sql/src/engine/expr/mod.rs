@@ -2613,26 +2613,20 @@ impl<'a> Scope<'a> {
         let unsigned = numeric.contains(&Kind::Int { unsigned: true });
         let double = numeric.contains(&Kind::Double);
         let decimal = numeric.iter().any(|k| matches!(k, Kind::Dec { .. }));
-        // A decimal keeps the scale they share, so that an integer taken
-        // shows as the others do (`IFNULL(i, d)` 2 as 2.00).
-        let scale = numeric
-            .iter()
-            .filter_map(|k| match k {
-                Kind::Dec { scale } => Some(*scale),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
         // With a double they stay as they are: a double's shown decimals
         // (DOUBLE(10,2)) are read from the alternatives themselves.
         if double || !(decimal || (signed && unsigned)) {
             return;
         }
-        // Every digit a decimal here holds.
-        let to = CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, scale);
+        // An integer taken is a decimal of its own digits, and a decimal
+        // keeps its scale: the value is shown at the scale they share
+        // (`IFNULL(i, d)` 2 as 2.00, by the result column and by
+        // `at_scale` in a string function) but stored or sent to a UNION's
+        // text column as it is (`IF(0, 1.5, 3)` is '3' there), as
+        // MariaDB's `val_decimal` of the alternative taken.
+        let to = CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, 0);
         for (e, kind) in alternatives.into_iter().zip(kinds) {
-            let narrower = matches!(kind, Kind::Dec { scale: s } if s < scale);
-            if matches!(kind, Kind::Int { .. }) || narrower {
+            if matches!(kind, Kind::Int { .. }) {
                 let inner = std::mem::replace(e, Expr::Lit(Val::Null));
                 *e = Expr::Cast(Box::new(inner), to.clone());
             }

@@ -562,6 +562,19 @@ pub fn datetime_text(d: Date, t: Time, fsp: u8) -> String {
     out
 }
 
+/// A number prefix ([`str_number_prefix`]) read as a double, and whether
+/// it lay past a double's range: then the nearest finite limit, never an
+/// infinity, as MariaDB's `my_strtod` gives ±DBL_MAX (`'1e400' + 0` is
+/// 1.7976931348623157e308 with 1292; a DOUBLE column refuses it, 1264).
+pub fn prefix_double(prefix: &str) -> (f64, bool) {
+    let f = prefix.parse::<f64>().unwrap_or(0.0);
+    if f.is_infinite() {
+        (f64::MAX.copysign(f), true)
+    } else {
+        (f, false)
+    }
+}
+
 /// How a string reads as a number: the longest numeric prefix, and
 /// whether the whole string was that number (MySQL warns 1292 when not).
 pub fn str_number_prefix(text: &str) -> (&str, bool) {
@@ -638,7 +651,8 @@ impl Val {
             Val::Str(b) => {
                 let text = String::from_utf8_lossy(b);
                 let (prefix, whole) = str_number_prefix(&text);
-                (prefix.parse().unwrap_or(0.0), !whole)
+                let (f, overflowed) = prefix_double(prefix);
+                (f, !whole || overflowed)
             }
             Val::Date(_) | Val::DateTime(..) | Val::Time(_) => {
                 (self.temporal_number().to_f64(), false)
