@@ -905,8 +905,11 @@ fn plans_agree_with_a_full_scan(conn: &mut Conn<'_>) {
         if next(10) == 0 {
             let info = ok(conn, &format!("UPDATE IGNORE t SET n = n WHERE {cond}"));
             let matched = format!("Rows matched: {}  Changed: 0  ", scanned.len());
+            // A WHERE folded to false answers with no info line, as
+            // MariaDB's "Impossible WHERE".
+            let impossible = info.info.is_empty() && scanned.is_empty();
             assert!(
-                info.info.starts_with(&matched),
+                impossible || info.info.starts_with(&matched),
                 "UPDATE … WHERE {cond}: {}",
                 info.info
             );

@@ -2052,7 +2052,11 @@ fn lower_targets(
 /// before the rows, so `b < a AND 12 = (SELECT …)` tests `b < a` on each
 /// row first (and a strict UPDATE fails on its warning). Its SELECT
 /// does; so does Skarv's. Conjuncts that do not line up with the written
-/// ones (folded away) leave the WHERE as it is.
+/// ones (folded away) leave the WHERE as it is, and so does a WHERE of one
+/// conjunct, constant: MariaDB reads that one before the rows, its
+/// warnings only warnings (`WHERE EXISTS (SELECT … FROM s) XOR 'a' = 5`
+/// updates nothing with 1292; DML seed 157), where `… AND 1 = 1` is read
+/// per row and fails.
 fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
     // Most WHEREs have no constant conjunct left (`WHERE id = ?`): no
     // lists made for them.
@@ -2067,6 +2071,9 @@ fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
     }
     let mut asts = Vec::new();
     crate::engine::expr::split_and(written, &mut asts);
+    if asts.len() == 1 && cond.is_constant() {
+        return cond;
+    }
     let reads_table = |e: &ast::Expr| {
         super::subquery::find(e, 0)
             .iter()
@@ -2184,13 +2191,15 @@ fn fold_target_cond<'e>(
 /// conjuncts pass (a LIMIT stops the read when nothing is tested or
 /// sorted after it), the LIMIT's value, and how many of `ctx`'s warnings
 /// the planning left (a constant conjunct's, which MariaDB's optimizer
-/// evaluates before strict mode's `abort_on_warning` holds).
+/// evaluates before strict mode's `abort_on_warning` holds), and whether
+/// the WHERE folded to false (MariaDB's "Impossible WHERE", whose UPDATE
+/// answers with no info line).
 fn fetch_targets(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
     targets: &mut Targets,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<(Vec<TargetRow>, Option<usize>, usize)> {
+) -> SqlResult<(Vec<TargetRow>, Option<usize>, usize, bool)> {
     // The late conjuncts' constant parts are evaluated once too, with the
     // others' (`WHERE EXISTS (…) OR 'a' IN ('b', 3)`: MariaDB's optimizer
     // evaluates the constant, its warning not a row's).
@@ -2222,9 +2231,10 @@ fn fetch_targets(
     // LIMIT 0 reads nothing and evaluates no condition (nor warns), as
     // MariaDB's UPDATE and DELETE end before their optimizer runs.
     if limit == Some(0) {
-        return Ok((Vec::new(), limit, ctx.warnings.len()));
+        return Ok((Vec::new(), limit, ctx.warnings.len(), false));
     }
     let (cond, planned) = fold_target_cond(table, cond.as_ref(), ctx)?;
+    let impossible = matches!(cond.as_deref(), Some(Expr::Lit(Val::Int(0))));
     let (access, filter) = plan::access(table, cond.as_deref(), ctx)?;
     let stop = if order.is_empty() && late.is_none() {
         limit
@@ -2244,7 +2254,7 @@ fn fetch_targets(
         None,
         None,
     )?;
-    Ok((rows, limit, planned))
+    Ok((rows, limit, planned, impossible))
 }
 
 /// The errors of a value that does not go into its column (or of making
@@ -2764,7 +2774,7 @@ fn update(
     let per_row = targets.has_sub() || assignments.iter().any(|(_, e)| e.has_sub());
     // MariaDB's "Impossible WHERE" (a WHERE folded to false): it answers
     // before the update runs, with no info line.
-    let impossible = matches!(
+    let mut impossible = matches!(
         targets.cond,
         Some(Expr::Lit(crate::engine::expr::Val::Int(0)))
     );
@@ -2787,8 +2797,9 @@ fn update(
     let mut planned_warnings = 0;
     let evaluated = match fetch_targets(&tx, &table, &mut targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
-        Ok((mut rows, limit, planned)) => {
+        Ok((mut rows, limit, planned, folded_false)) => {
             planned_warnings = planned;
+            impossible |= folded_false;
             let ordered = !targets.order.is_empty();
             if !ordered {
                 in_key_order(&table, &mut rows);
@@ -2981,7 +2992,7 @@ fn delete(
     ctx.strict = strict;
     let evaluated = match fetch_targets(&tx, &table, &mut targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
-        Ok((rows, limit, _)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+        Ok((rows, limit, ..)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
             order_targets(rows, &targets, limit, c)
         }),
     };
