@@ -220,6 +220,10 @@ fn member_number_of(v: &Val, exact: bool) -> Option<i128> {
     integer_of(cut.as_ref().unwrap_or(v), exact)
 }
 
+/// Doubles from here on are past every integer type, whatever side
+/// (2^65: well beyond BIGINT UNSIGNED, well within an i128).
+const INTEGER_DOUBLE_LIMIT: f64 = 36_893_488_147_419_103_232.0;
+
 fn integer_of(v: &Val, exact: bool) -> Option<i128> {
     match v {
         Val::Int(i) => Some(i128::from(*i)),
@@ -235,7 +239,10 @@ fn integer_of(v: &Val, exact: bool) -> Option<i128> {
             if exact && f.fract() != 0.0 {
                 return None;
             }
-            if f.is_finite() && f.abs() < 1.8e19 {
+            // Exactly below 2^64 (a BIGINT UNSIGNED holds
+            // 1.8446744073709550e19); past any integer type, the end of
+            // its side.
+            if f.is_finite() && f.abs() < INTEGER_DOUBLE_LIMIT {
                 Some(f.round() as i128)
             } else {
                 Some(if *f < 0.0 { i128::MIN } else { i128::MAX })
@@ -305,6 +312,17 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             // rounds to 0 (-0.2), as MariaDB's (a double or a string of
             // one is 0).
             let negative_decimal = matches!(v, Val::Dec(d) if d.mantissa < 0i128);
+            // A double of 2^63 is BIGINT's end, not past it: MariaDB's
+            // `Field_longlong::store(double)` compares with LONGLONG_MAX
+            // made a double, which is 2^63.
+            let i = match (ty, v) {
+                (SqlType::BigInt { unsigned: false }, Val::Double(f))
+                    if *f == 2f64.powi(63) && !exact =>
+                {
+                    hi
+                }
+                _ => i,
+            };
             if i < lo || i > hi || (*unsigned && negative_decimal) {
                 return fail(Misfit::OutOfRange);
             }

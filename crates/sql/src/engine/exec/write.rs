@@ -176,7 +176,7 @@ fn insert(
                         return Err(replayed.unwrap_or(error));
                     }
                 }
-                for r in sink.rows {
+                for r in sink.into_rows() {
                     if r.len() != targets.len() {
                         return Err(SqlError::new(
                             codes::WRONG_VALUE_COUNT_ON_ROW,
@@ -209,7 +209,9 @@ fn insert(
                             return Ok((c, default_assigned(scope, &table, c, &environment)?));
                         }
                         let ty = table.columns.get(c).map(|column| &column.ty);
-                        Ok((c, for_column(ty, &a.value, scope.lower(&a.value)?)))
+                        let lowered = scope.lower(&a.value)?;
+                        let value = scope.stored(lowered);
+                        Ok((c, for_column(ty, &a.value, value)))
                     })
                     .collect::<SqlResult<Vec<_>>>()
             })?
@@ -679,7 +681,10 @@ fn eval_row(
             out.push(Given::Default);
             continue;
         }
-        let mut lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+        let mut lowered = with_scope(conn, Vec::new(), placeholders, |s| {
+            let lowered = s.lower(e)?;
+            Ok(s.stored(lowered))
+        })?;
         if let Some(column) = targets.get(at).and_then(|&c| table.columns.get(c)) {
             lowered = for_column(Some(&column.ty), e, lowered);
         }
@@ -2759,7 +2764,9 @@ fn update(
                     return Ok((c, default_assigned(scope, &table, c, &environment)?));
                 }
                 let ty = table.columns.get(c).map(|column| &column.ty);
-                Ok((c, for_column(ty, &a.value, scope.lower(&a.value)?)))
+                let lowered = scope.lower(&a.value)?;
+                let value = scope.stored(lowered);
+                Ok((c, for_column(ty, &a.value, value)))
             })
             .collect::<SqlResult<Vec<_>>>()
     })?;
@@ -3028,10 +3035,36 @@ fn delete(
 #[derive(Default)]
 struct Collect {
     rows: Vec<Vec<Val>>,
+    /// Which result columns are typed DOUBLE.
+    doubles: Vec<bool>,
+}
+
+impl Collect {
+    /// The rows, each value of a DOUBLE column a double: an IF or
+    /// COALESCE typed DOUBLE keeps the integer it took, which MariaDB's
+    /// INSERT … SELECT stores as the double (`val_real`), so 2^64 - 1
+    /// taken there is out of a BIGINT UNSIGNED column's range.
+    fn into_rows(self) -> Vec<Vec<Val>> {
+        let Collect { mut rows, doubles } = self;
+        if doubles.iter().any(|d| *d) {
+            for row in &mut rows {
+                for (v, double) in row.iter_mut().zip(&doubles) {
+                    if *double && matches!(v, Val::Int(_) | Val::UInt(_) | Val::Dec(_)) {
+                        *v = Val::Double(v.to_f64().0);
+                    }
+                }
+            }
+        }
+        rows
+    }
 }
 
 impl crate::backend::ResultSink for Collect {
-    fn columns(&mut self, _: &[crate::value::ColumnMeta]) -> std::io::Result<()> {
+    fn columns(&mut self, columns: &[crate::value::ColumnMeta]) -> std::io::Result<()> {
+        self.doubles = columns
+            .iter()
+            .map(|c| c.ty == crate::value::ColumnType::Double)
+            .collect();
         Ok(())
     }
     fn row(&mut self, values: &[crate::value::SqlValue]) -> std::io::Result<()> {

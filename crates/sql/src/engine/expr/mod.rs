@@ -2162,6 +2162,27 @@ impl<'a> Scope<'a> {
             && matches!(self.kind(e), Kind::Str { .. })
     }
 
+    /// `e` as a column stores it: IF, CASE, COALESCE, IFNULL, GREATEST or
+    /// LEAST typed DOUBLE gives its double even where the alternative
+    /// taken is an integer, as MariaDB's `save_in_field` reads
+    /// `val_real` (`IF(c, d, u)` of a BIGINT UNSIGNED u at its end is
+    /// 2^64, out of a BIGINT UNSIGNED column's range: DML seed 158).
+    pub fn stored(&self, e: Expr) -> Expr {
+        let alternatives = matches!(
+            &e,
+            Expr::Case(..)
+                | Expr::Func(
+                    Func::If | Func::IfNull | Func::Coalesce | Func::Greatest | Func::Least,
+                    _
+                )
+        );
+        if alternatives && self.kind(&e) == Kind::Double {
+            Expr::Cast(Box::new(e), CastTo::Double)
+        } else {
+            e
+        }
+    }
+
     /// `a op b`, reading `b` beside a NULL `a` unless the operation is
     /// MariaDB's DECIMAL arithmetic (a DECIMAL operand without a DOUBLE,
     /// `/` of anything but a DOUBLE, DIV of anything but two integers).
