@@ -137,6 +137,7 @@ pub mod codes {
     pub const USER_LOCK_WRONG_NAME: u16 = 3057;
     pub const USER_LOCK_DEADLOCK: u16 = 3058;
     pub const TRUNCATED_WRONG_VALUE: u16 = 1292;
+    pub const INVALID_CHARACTER_STRING: u16 = 1300;
     pub const DATA_OVERFLOW: u16 = 1916;
     pub const WARN_DATA_TRUNCATED: u16 = 1265;
     pub const DATA_TOO_LONG: u16 = 1406;

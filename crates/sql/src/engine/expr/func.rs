@@ -126,6 +126,11 @@ pub enum Func {
     /// width in bytes; its big-endian bytes, a binary string, as MariaDB
     /// makes it (`CONCAT(b)` of a BIT(8) holding 65 is 'A').
     BitBytes,
+    /// A binary string made text (CAST AS CHAR, CONVERT USING utf8mb4):
+    /// each byte that is not part of a UTF-8 character becomes '?' with
+    /// one warning 1300 naming the bytes from the first such, as MariaDB's
+    /// conversion gives it (not U+FFFD); any other value as it is.
+    Utf8Checked,
     /// A constant read once before the rows with a warning (a string
     /// compared with a number column): args the value, a site number, the
     /// warning's code and message. The first evaluation in the statement
@@ -508,7 +513,7 @@ impl Func {
             // A read of a variable its statement creates has the kind of
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
-            F::WarnOnce | F::OuterMember | F::PerRow => arg(0),
+            F::WarnOnce | F::OuterMember | F::PerRow | F::Utf8Checked => arg(0),
             F::BitBytes => Kind::Str { collation: None },
             // Of a binary string and others, a binary string.
             F::Concat | F::ConcatWs
@@ -1079,6 +1084,13 @@ impl Func {
                 Val::Str(out)
             }
             F::IsNull => Val::Int(i64::from(v[0].is_null())),
+            F::Utf8Checked => match &v[0] {
+                Val::Str(b) if std::str::from_utf8(b).is_err() => {
+                    let charset = v.get(1).map_or_else(|| "utf8mb4".to_owned(), Val::to_text);
+                    Val::Str(utf8_checked(b, &charset, ctx))
+                }
+                other => other.clone(),
+            },
             F::BitBytes => {
                 let bits = match &v[0] {
                     Val::Null => return Ok(Val::Null),
@@ -3590,4 +3602,57 @@ pub fn bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
         },
         other => of_double(ctx.num_f64(other)),
     }
+}
+
+/// Longest text of bytes a warning 1300 shows, "..." included (MariaDB's
+/// `ErrConvString` buffer).
+const INVALID_STRING_SHOWN_MAX: usize = 64;
+
+/// `bytes` as UTF-8 text the way MariaDB converts a binary string to
+/// `charset` (utf8mb3 or utf8mb4; 4-byte characters are kept in either,
+/// Skarv's text being utf8mb4): every byte of an invalid or cut sequence is '?', with one
+/// warning 1300 showing the bytes from the first such (printable ASCII as
+/// it is, others `\xHH`).
+fn utf8_checked(bytes: &[u8], charset: &str, ctx: &mut Ctx<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut first_bad = None;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                out.extend_from_slice(valid.as_bytes());
+                break;
+            }
+            Err(e) => {
+                let good = e.valid_up_to();
+                out.extend_from_slice(&rest[..good]);
+                let bad = e.error_len().unwrap_or(rest.len() - good);
+                first_bad.get_or_insert(bytes.len() - rest.len() + good);
+                out.extend(std::iter::repeat_n(b'?', bad));
+                rest = &rest[good + bad..];
+            }
+        }
+    }
+    if let Some(at) = first_bad {
+        let mut shown = String::new();
+        for &b in &bytes[at..] {
+            if (0x20..0x7f).contains(&b) {
+                shown.push(char::from(b));
+            } else {
+                shown.push_str(&format!("\\x{b:02X}"));
+            }
+            if shown.len() > INVALID_STRING_SHOWN_MAX {
+                break;
+            }
+        }
+        if shown.len() > INVALID_STRING_SHOWN_MAX {
+            shown.truncate(INVALID_STRING_SHOWN_MAX - 3);
+            shown.push_str("...");
+        }
+        ctx.warn(
+            crate::error::codes::INVALID_CHARACTER_STRING,
+            format!("Invalid {charset} character string: '{shown}'"),
+        );
+    }
+    out
 }

@@ -894,6 +894,7 @@ impl<'a> Scope<'a> {
             } => match cast_to(data_type, expr)? {
                 CastTo::Char => {
                     let e = self.lower(expr)?;
+                    let e = self.utf8_checked(e);
                     match self.fixed_decimals(&e) {
                         Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
                         None => Expr::Cast(Box::new(self.fixed_text(e)), CastTo::Char),
@@ -919,6 +920,11 @@ impl<'a> Scope<'a> {
             } => {
                 let to = cast_to(data_type, expr)?;
                 let e = self.lower(expr)?;
+                let e = if to == CastTo::Char {
+                    self.utf8_checked(e)
+                } else {
+                    e
+                };
                 Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
             }
             // CONVERT(x USING cs): text of that character set (binary:
@@ -933,6 +939,22 @@ impl<'a> Scope<'a> {
                 match charset {
                     Some(cs) if cs.to_string().eq_ignore_ascii_case("binary") => {
                         Expr::Cast(Box::new(e), CastTo::Binary)
+                    }
+                    // Into UTF-8 a byte that is none is '?' (1300); other
+                    // character sets take any byte.
+                    Some(cs) if cs.to_string().to_ascii_lowercase().starts_with("utf8") => {
+                        let binary = matches!(self.kind(&e), Kind::Str { collation: None });
+                        // MariaDB's utf8 is utf8mb3.
+                        let name = match cs.to_string().to_ascii_lowercase().as_str() {
+                            "utf8mb4" => "utf8mb4",
+                            _ => "utf8mb3",
+                        };
+                        let e = self.utf8_checked_as(e, name);
+                        if binary {
+                            Expr::Func(Func::Collate(Collation::Utf8mb4GeneralCi), vec![e])
+                        } else {
+                            e
+                        }
                     }
                     Some(_) if matches!(self.kind(&e), Kind::Str { collation: None }) => {
                         Expr::Func(Func::Collate(Collation::Utf8mb4GeneralCi), vec![e])
@@ -1941,6 +1963,24 @@ impl<'a> Scope<'a> {
             _ => {}
         }
         Ok(self.unsigned_rounding(func::lower_call(&name, lowered)?))
+    }
+
+    /// A string `e` checked as UTF-8 text (`Func::Utf8Checked`), for CAST
+    /// AS CHAR and CONVERT USING utf8mb4: a binary one's bytes, or a hex
+    /// literal's (typed as text here), may be none; anything else as it
+    /// is.
+    fn utf8_checked(&self, e: Expr) -> Expr {
+        self.utf8_checked_as(e, "utf8mb4")
+    }
+
+    /// [`Scope::utf8_checked`] into the UTF-8 character set `charset`
+    /// (utf8mb3 or utf8mb4: its warning names it).
+    fn utf8_checked_as(&self, e: Expr, charset: &str) -> Expr {
+        if matches!(self.kind(&e), Kind::Str { .. }) {
+            Expr::Func(Func::Utf8Checked, vec![e, Expr::Lit(Val::str(charset))])
+        } else {
+            e
+        }
     }
 
     /// `e` made a string by FixedChar when it is a DOUBLE of fixed
