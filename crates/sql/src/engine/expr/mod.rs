@@ -894,10 +894,13 @@ impl<'a> Scope<'a> {
             } => match cast_to(data_type, expr)? {
                 CastTo::Char => {
                     let e = self.lower(expr)?;
-                    let e = self.utf8_checked(e);
                     match self.fixed_decimals(&e) {
                         Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
-                        None => Expr::Cast(Box::new(self.fixed_text(e)), CastTo::Char),
+                        // A BIT column's bytes are checked too.
+                        None => {
+                            let text = self.fixed_text(e);
+                            Expr::Cast(Box::new(self.utf8_checked(text)), CastTo::Char)
+                        }
                     }
                 }
                 to => {
