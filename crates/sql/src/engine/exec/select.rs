@@ -756,10 +756,22 @@ fn plan_select(
         let saved = scope.aggs.take();
         let windows = scope.windows.take().unwrap_or_default();
         scope.clause = "WHERE";
+        // One table's WHERE folds a column compared with itself before the
+        // rows, as MariaDB's `remove_eq_conds` (`s IN ('x', 3) OR id <=>
+        // id` tests no s). Not a join's: an outer join's NOT NULL column
+        // may be NULL there.
+        let single = join.is_none() && table.is_some();
         let cond = selection
             .as_ref()
             .as_ref()
-            .map(|w| scope.lower_condition(w))
+            .map(|w| {
+                let lowered = scope.lower_condition(w)?;
+                Ok::<_, SqlError>(if single {
+                    super::write::fold_same_column(scope, lowered)
+                } else {
+                    lowered
+                })
+            })
             .transpose()?;
         let (cond, late) = split_late(cond, base_width);
         let late = Expr::and_of(late_on.drain(..).chain(late));

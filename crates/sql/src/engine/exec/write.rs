@@ -2113,7 +2113,7 @@ fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
 /// and an AND with a false side false, so their other side is never
 /// evaluated (its warnings, which fail a strict UPDATE or DELETE, never
 /// come: `WHERE s IN ('a', 3) OR id >= id` updates every row).
-fn fold_same_column(scope: &crate::engine::expr::Scope<'_>, e: Expr) -> Expr {
+pub(super) fn fold_same_column(scope: &crate::engine::expr::Scope<'_>, e: Expr) -> Expr {
     use crate::engine::expr::{CmpOp, Val};
     let truth = |t: bool| Expr::Lit(Val::Int(i64::from(t)));
     match e {
