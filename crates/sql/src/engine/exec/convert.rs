@@ -259,11 +259,9 @@ fn integer_of(v: &Val, exact: bool) -> Option<i128> {
             }
             // Past a decimal's digits ('1e400'), as the double it starts
             // with (its limit past a double's range): out of range.
-            match Dec::parse(prefix) {
-                Some(d) => integer_of(&Val::Dec(d), exact),
-                None => None,
-            }
-            .or_else(|| integer_of(&Val::Double(value::prefix_double(prefix).0), exact))
+            Dec::parse(prefix)
+                .and_then(|d| integer_of(&Val::Dec(d), exact))
+                .or_else(|| integer_of(&Val::Double(value::prefix_double(prefix).0), exact))
         }
         other => Some(other.temporal_number().round_i128()),
     }

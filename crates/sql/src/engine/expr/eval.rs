@@ -1263,14 +1263,7 @@ fn text_decimal(bytes: &[u8], ctx: &mut Ctx<'_>) -> Result<Dec, f64> {
         // Past MariaDB's own decimal ('1e400' > 1): its overflow, 1916
         // and 1292, though the comparison's answer is the double's.
         if f.abs() >= DECIMAL_OVERFLOW_AT && whole {
-            ctx.warn(codes::DATA_OVERFLOW, overflow_message("", "DECIMAL"));
-            ctx.warn(
-                codes::TRUNCATED_WRONG_VALUE,
-                format!(
-                    "Truncated incorrect DECIMAL value: '{}'",
-                    shown_bytes(bytes)
-                ),
-            );
+            decimal_overflow(ctx, Some(&shown_bytes(bytes)));
         }
         f
     })
@@ -1536,6 +1529,18 @@ pub fn overflow_message(shown: &str, ty: &str) -> String {
 /// of nine digits: 10^81), before any type's range is applied.
 const DECIMAL_OVERFLOW_AT: f64 = 1e81;
 
+/// MariaDB's warnings of a number past its own decimal: 1916, and 1292
+/// naming the string (`text`) it was read from.
+fn decimal_overflow(ctx: &mut Ctx<'_>, text: Option<&str>) {
+    ctx.warn(codes::DATA_OVERFLOW, overflow_message("", "DECIMAL"));
+    if let Some(text) = text {
+        ctx.warn(
+            codes::TRUNCATED_WRONG_VALUE,
+            format!("Truncated incorrect DECIMAL value: '{text}'"),
+        );
+    }
+}
+
 /// `CAST(v AS to)`.
 pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     if v.is_null() {
@@ -1688,13 +1693,8 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 // without 1264.
                 let f = v.to_f64().0;
                 if f.abs() >= DECIMAL_OVERFLOW_AT {
-                    ctx.warn(codes::DATA_OVERFLOW, overflow_message("", "DECIMAL"));
-                    if matches!(v, Val::Str(_)) {
-                        ctx.warn(
-                            codes::TRUNCATED_WRONG_VALUE,
-                            format!("Truncated incorrect DECIMAL value: '{}'", shown(&v)),
-                        );
-                    }
+                    let text = matches!(v, Val::Str(_)).then(|| shown(&v));
+                    decimal_overflow(ctx, text.as_deref());
                     if u32::from(p - s) >= value::DECIMAL_DIGITS_MAX {
                         return Ok(Val::Dec(Dec::new(if f < 0.0 { -max } else { max }, s)));
                     }

@@ -3610,9 +3610,9 @@ const INVALID_STRING_SHOWN_MAX: usize = 64;
 
 /// `bytes` as UTF-8 text the way MariaDB converts a binary string to
 /// `charset` (utf8mb3 or utf8mb4; 4-byte characters are kept in either,
-/// Skarv's text being utf8mb4): every byte of an invalid or cut sequence is '?', with one
-/// warning 1300 showing the bytes from the first such (printable ASCII as
-/// it is, others `\xHH`).
+/// Skarv's text being utf8mb4): every byte of an invalid or cut sequence
+/// is '?', with one warning 1300 showing the bytes from the first such
+/// (printable ASCII as it is, others `\xHH`).
 fn utf8_checked(bytes: &[u8], charset: &str, ctx: &mut Ctx<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut first_bad = None;

@@ -2048,14 +2048,7 @@ impl<'a> Scope<'a> {
             // A DOUBLE of alternatives keeps the value it took as it was
             // (COALESCE(u, 2 + s) takes a BIGINT UNSIGNED): its text is
             // the double's, `1.8446744073709552e19`, as MariaDB's.
-            (
-                Kind::Double,
-                Expr::Case(..)
-                | Expr::Func(
-                    Func::Coalesce | Func::IfNull | Func::If | Func::Greatest | Func::Least,
-                    _,
-                ),
-            ) => Expr::Cast(Box::new(e), CastTo::Double),
+            (Kind::Double, _) => self.alternatives_as_double(e),
             _ => e,
         }
     }
@@ -2205,12 +2198,19 @@ impl<'a> Scope<'a> {
             && matches!(self.kind(e), Kind::Str { .. })
     }
 
-    /// `e` as a column stores it: IF, CASE, COALESCE, IFNULL, GREATEST or
-    /// LEAST typed DOUBLE gives its double even where the alternative
-    /// taken is an integer, as MariaDB's `save_in_field` reads
-    /// `val_real` (`IF(c, d, u)` of a BIGINT UNSIGNED u at its end is
-    /// 2^64, out of a BIGINT UNSIGNED column's range: DML seed 158).
+    /// `e` as a column stores it: [`Scope::alternatives_as_double`], as
+    /// MariaDB's `save_in_field` reads `val_real` (`IF(c, d, u)` of a
+    /// BIGINT UNSIGNED u at its end is 2^64, out of a BIGINT UNSIGNED
+    /// column's range: DML seed 158).
     pub fn stored(&self, e: Expr) -> Expr {
+        self.alternatives_as_double(e)
+    }
+
+    /// IF, CASE, COALESCE, IFNULL, GREATEST or LEAST typed DOUBLE made its
+    /// double: the alternative taken keeps its own form (an integer), but
+    /// MariaDB reads the whole as a double where it is stored, computed
+    /// with or shown as text. Anything else as it is.
+    fn alternatives_as_double(&self, e: Expr) -> Expr {
         let alternatives = matches!(
             &e,
             Expr::Case(..)
@@ -2233,21 +2233,7 @@ impl<'a> Scope<'a> {
         // A DOUBLE of alternatives that took an integer is that double
         // here too: `COALESCE(i, d) - u` of an integer i is double
         // arithmetic, not unsigned (1690 below 0), as MariaDB's.
-        let as_double = |e: Box<Expr>| {
-            let alternatives = matches!(
-                &*e,
-                Expr::Case(..)
-                    | Expr::Func(
-                        Func::If | Func::IfNull | Func::Coalesce | Func::Greatest | Func::Least,
-                        _
-                    )
-            );
-            if alternatives && self.kind(&e) == Kind::Double {
-                Box::new(Expr::Cast(e, CastTo::Double))
-            } else {
-                e
-            }
-        };
+        let as_double = |e: Box<Expr>| Box::new(self.alternatives_as_double(*e));
         let (a, b) = (as_double(a), as_double(b));
         let (ka, kb) = (self.kind(&a), self.kind(&b));
         let double = |k: Kind| matches!(k, Kind::Double | Kind::Str { .. } | Kind::Null);
