@@ -428,6 +428,47 @@ fn planned_since(ctx: &mut Ctx<'_>, before: usize) {
     }
 }
 
+/// An UPDATE's SET value with each string literal compared with a BIGINT
+/// UNSIGNED column read as its number now, its warning the planning's:
+/// MariaDB converts such a constant when it prepares the statement, so a
+/// strict UPDATE only warns (`SET e = IF('x_y' < u, …)`; DML seed 172),
+/// as in a WHERE ([`fold_constants`]). Borrowed when there is none.
+pub fn read_unsigned_texts<'e>(
+    table: &TableInfo,
+    e: &'e Expr,
+    ctx: &mut Ctx<'_>,
+) -> std::borrow::Cow<'e, Expr> {
+    let unsigned_text = |x: &Expr| {
+        number_vs_text(table, x).is_some_and(|(col, ..)| {
+            matches!(
+                table.columns.get(col).map(|c| &c.ty),
+                Some(SqlType::BigInt { unsigned: true })
+            )
+        })
+    };
+    let mut found = false;
+    e.each(&mut |x| found |= unsigned_text(x));
+    if !found {
+        return std::borrow::Cow::Borrowed(e);
+    }
+    fn read(table: &TableInfo, e: &Expr, ctx: &mut Ctx<'_>, is: &dyn Fn(&Expr) -> bool) -> Expr {
+        if let (true, Some((_, integer, text)), Expr::Cmp(op, a, b, c)) =
+            (is(e), number_vs_text(table, e), e)
+        {
+            let before = ctx.warnings.len();
+            let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
+            planned_since(ctx, before);
+            let (a, b) = match (&**a, &**b) {
+                (Expr::Col(_), _) => (a.clone(), Box::new(number)),
+                _ => (Box::new(number), b.clone()),
+            };
+            return Expr::Cmp(*op, a, b, *c);
+        }
+        e.map_children(&mut |x| read(table, x, ctx, is))
+    }
+    std::borrow::Cow::Owned(read(table, e, ctx, &unsigned_text))
+}
+
 /// `value`, read from a literal, with the warnings `ctx` got since
 /// `before` moved into it: they wait for its first evaluation
 /// (`Func::WarnOnce`), as MariaDB gives them at the first row compared.

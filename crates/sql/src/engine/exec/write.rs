@@ -2798,6 +2798,15 @@ fn update(
     ctx.killed = Some(&info.query_killed);
     ctx.strict = strict;
     ctx.ignore = ignore;
+    let assignments: Vec<(usize, Expr)> = assignments
+        .into_iter()
+        .map(
+            |(c, e)| match plan::read_unsigned_texts(&table, &e, &mut ctx) {
+                std::borrow::Cow::Borrowed(_) => (c, e),
+                std::borrow::Cow::Owned(read) => (c, read),
+            },
+        )
+        .collect();
     // The rows, read and locked; then what runs subqueries (see
     // `with_per_row`): the late conjuncts, the order and each row's
     // changes; then the writes.
