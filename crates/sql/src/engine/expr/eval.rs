@@ -1685,6 +1685,8 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 Val::Str(b) => ctx.str_dec(b),
                 other => as_dec(other),
             };
+            // No number at all ('x', ''): 0, its 1292 given.
+            let d = d.or_else(|| (v.to_f64().0.abs() < 1.0).then(|| Dec::new(0, 0)));
             let Some(d) = d else {
                 // Past a decimal's digits ('1e80', a double of 1e300): the
                 // type's end. From 10^81 on MariaDB's own decimal

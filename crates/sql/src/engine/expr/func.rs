@@ -534,7 +534,8 @@ impl Func {
             | F::Lpad
             | F::Rpad
             | F::Upper
-            | F::Lower => match arg(0) {
+            | F::Lower
+            | F::Quote => match arg(0) {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
             },
@@ -575,8 +576,7 @@ impl Func {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
             },
-            F::Quote
-            | F::Soundex
+            F::Soundex
             | F::TimeFormat
             | F::Inet6Ntoa
             | F::RegexpSubstr
