@@ -438,35 +438,50 @@ pub fn read_unsigned_texts<'e>(
     e: &'e Expr,
     ctx: &mut Ctx<'_>,
 ) -> std::borrow::Cow<'e, Expr> {
-    let unsigned_text = |x: &Expr| {
-        number_vs_text(table, x).is_some_and(|(col, ..)| {
-            matches!(
-                table.columns.get(col).map(|c| &c.ty),
-                Some(SqlType::BigInt { unsigned: true })
-            )
-        })
-    };
     let mut found = false;
-    e.each(&mut |x| found |= unsigned_text(x));
+    e.each(&mut |x| found |= unsigned_text(table, x).is_some());
     if !found {
         return std::borrow::Cow::Borrowed(e);
     }
-    fn read(table: &TableInfo, e: &Expr, ctx: &mut Ctx<'_>, is: &dyn Fn(&Expr) -> bool) -> Expr {
-        if let (true, Some((_, integer, text)), Expr::Cmp(op, a, b, c)) =
-            (is(e), number_vs_text(table, e), e)
-        {
-            let before = ctx.warnings.len();
-            let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
-            planned_since(ctx, before);
-            let (a, b) = match (&**a, &**b) {
-                (Expr::Col(_), _) => (a.clone(), Box::new(number)),
-                _ => (Box::new(number), b.clone()),
-            };
-            return Expr::Cmp(*op, a, b, *c);
+    fn read(table: &TableInfo, e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
+        match unsigned_text(table, e) {
+            Some((_, integer, text)) => {
+                let before = ctx.warnings.len();
+                let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
+                planned_since(ctx, before);
+                text_replaced(e, number)
+            }
+            None => e.map_children(&mut |x| read(table, x, ctx)),
         }
-        e.map_children(&mut |x| read(table, x, ctx, is))
     }
-    std::borrow::Cow::Owned(read(table, e, ctx, &unsigned_text))
+    std::borrow::Cow::Owned(read(table, e, ctx))
+}
+
+/// [`number_vs_text`] of a BIGINT UNSIGNED column.
+fn unsigned_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'e [u8])> {
+    number_vs_text(table, e).filter(|(col, ..)| unsigned_big(table, *col))
+}
+
+/// Whether column `col` of `table` is a BIGINT UNSIGNED: a string
+/// compared with one is read when MariaDB prepares the statement.
+fn unsigned_big(table: &TableInfo, col: usize) -> bool {
+    matches!(
+        table.columns.get(col).map(|c| &c.ty),
+        Some(SqlType::BigInt { unsigned: true })
+    )
+}
+
+/// A comparison of a column with a string literal ([`number_vs_text`])
+/// with the literal replaced by `number`, the column's side kept.
+fn text_replaced(e: &Expr, number: Expr) -> Expr {
+    let Expr::Cmp(op, a, b, c) = e else {
+        unreachable!("number_vs_text matches only a comparison");
+    };
+    let (a, b) = match (&**a, &**b) {
+        (Expr::Col(_), _) => (a.clone(), Box::new(number)),
+        _ => (Box::new(number), b.clone()),
+    };
+    Expr::Cmp(*op, a, b, *c)
 }
 
 /// `value`, read from a literal, with the warnings `ctx` got since
@@ -522,27 +537,17 @@ fn fold_disjuncts(
     // Against a BIGINT UNSIGNED MariaDB converts it before the rows, its
     // warning never a row's (a strict write only warns): read in the
     // first fold, before the rows' warnings begin.
-    let unsigned_big = |col: usize| {
-        matches!(
-            table.columns.get(col).map(|c| &c.ty),
-            Some(SqlType::BigInt { unsigned: true })
-        )
-    };
-    let found = number_vs_text(table, e).filter(|(col, ..)| numbers || unsigned_big(*col));
-    if let (Some((col, integer, text)), Expr::Cmp(op, a, b, c)) = (found, e) {
+    let found = number_vs_text(table, e).filter(|(col, ..)| numbers || unsigned_big(table, *col));
+    if let Some((col, integer, text)) = found {
         let before = ctx.warnings.len();
         let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
-        let number = if unsigned_big(col) {
+        let number = if unsigned_big(table, col) {
             planned_since(ctx, before);
             number
         } else {
             warned_once(number, ctx, before)
         };
-        let (a, b) = match (&**a, &**b) {
-            (Expr::Col(_), _) => (a.clone(), Box::new(number)),
-            _ => (Box::new(number), b.clone()),
-        };
-        return Ok(Folded::Expr(Expr::Cmp(*op, a, b, *c)));
+        return Ok(Folded::Expr(text_replaced(e, number)));
     }
     // An IN list of strings against a number column is read once, as
     // MariaDB's IN reads such a list when it is set up: its warnings are

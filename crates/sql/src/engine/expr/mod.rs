@@ -948,9 +948,10 @@ impl<'a> Scope<'a> {
                     Some(cs) if cs.to_string().to_ascii_lowercase().starts_with("utf8") => {
                         let binary = matches!(self.kind(&e), Kind::Str { collation: None });
                         // MariaDB's utf8 is utf8mb3.
-                        let name = match cs.to_string().to_ascii_lowercase().as_str() {
-                            "utf8mb4" => "utf8mb4",
-                            _ => "utf8mb3",
+                        let name = if cs.to_string().eq_ignore_ascii_case("utf8mb4") {
+                            "utf8mb4"
+                        } else {
+                            "utf8mb3"
                         };
                         let e = self.utf8_checked_as(e, name);
                         if binary {
