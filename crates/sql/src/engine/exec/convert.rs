@@ -136,6 +136,8 @@ enum Misfit {
     Truncated,
     TooLong,
     Bad(&'static str),
+    /// Bytes that are not UTF-8 within what a text column keeps: 1366.
+    BadString,
 }
 
 impl Target<'_> {
@@ -177,6 +179,16 @@ impl Target<'_> {
                 )
             }
             Misfit::Bad("enum") => SqlError::new(codes::WARN_DATA_TRUNCATED, self.truncated()),
+            Misfit::BadString => SqlError::new(
+                codes::TRUNCATED_WRONG_VALUE_FOR_FIELD,
+                format!(
+                    "Incorrect string value: '{}' for column `{}`.`{}`.`{name}` at row {}",
+                    bad_bytes_shown(v),
+                    self.db,
+                    self.table,
+                    self.row
+                ),
+            ),
             Misfit::Bad(what) => SqlError::new(
                 codes::TRUNCATED_WRONG_VALUE_FOR_FIELD,
                 format!(
@@ -264,6 +276,62 @@ fn integer_of(v: &Val, exact: bool) -> Option<i128> {
                 .or_else(|| integer_of(&Val::Double(value::prefix_double(prefix).0), exact))
         }
         other => Some(other.temporal_number().round_i128()),
+    }
+}
+
+/// Most bytes 1366's message shows of a string that is not UTF-8, from
+/// its first bad byte ("..." when there are more), as MariaDB's.
+const BAD_STRING_SHOWN_BYTES_MAX: usize = 6;
+
+/// The bytes of `v` from its first that is not UTF-8, as 1366 shows them.
+fn bad_bytes_shown(v: &Val) -> String {
+    let Val::Str(bytes) = v else {
+        return String::new();
+    };
+    let at = std::str::from_utf8(bytes)
+        .err()
+        .map_or(0, |e| e.valid_up_to());
+    let mut shown = String::new();
+    for &b in bytes[at..].iter().take(BAD_STRING_SHOWN_BYTES_MAX) {
+        value::push_shown_byte(&mut shown, b);
+    }
+    if bytes.len() - at > BAD_STRING_SHOWN_BYTES_MAX {
+        shown.push_str("...");
+    }
+    shown
+}
+
+/// A value bound for a text column that keeps `kept` characters (bytes,
+/// `in_bytes`: a TEXT), as that text: bytes that are not UTF-8 are '?'
+/// (MariaDB's `well_formed_copy_nchars`). If one falls within what the
+/// column keeps, the value is not text (1366); past it, the copy stopped
+/// before it and the value is only too long. Valid text is checked once.
+fn checked_text(v: &Val, kept: usize, in_bytes: bool) -> Result<String, Misfit> {
+    let Val::Str(bytes) = v else {
+        return Ok(v.to_text());
+    };
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return Ok(text.to_owned());
+    }
+    let Some((text, at)) = value::utf8_replaced(bytes) else {
+        return Ok(v.to_text());
+    };
+    let before = if in_bytes {
+        at
+    } else {
+        text[..at].chars().count()
+    };
+    if before < kept {
+        return Err(Misfit::BadString);
+    }
+    Ok(text)
+}
+
+/// `v` as text, a byte that is not UTF-8 as '?'.
+fn text_replaced(v: &Val) -> String {
+    match v {
+        Val::Str(bytes) => value::utf8_replaced(bytes).map_or_else(|| v.to_text(), |(t, _)| t),
+        other => other.to_text(),
     }
 }
 
@@ -463,7 +531,15 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
         }
         SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => {
-            let mut text = v.to_text();
+            // A key or pushed filter's value compares as it is.
+            let mut text = if exact {
+                v.to_text()
+            } else {
+                match checked_text(v, usize::from(*max), false) {
+                    Ok(text) => text,
+                    Err(misfit) => return fail(misfit),
+                }
+            };
             if text.chars().count() > usize::from(*max) {
                 // A DOUBLE is written in the column's length, its digits
                 // rounded, as MariaDB stores one (`80/3` into a
@@ -486,7 +562,14 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             Value::String(text)
         }
         SqlType::Text { size, .. } => {
-            let text = v.to_text();
+            let text = if exact {
+                v.to_text()
+            } else {
+                match checked_text(v, blob_bytes(*size), true) {
+                    Ok(text) => text,
+                    Err(misfit) => return fail(misfit),
+                }
+            };
             if text.len() > blob_bytes(*size) {
                 return fail(Misfit::TooLong);
             }
@@ -951,11 +1034,21 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
             Val::Dec(Dec::new(i.clamp(lo, hi), 0))
         }
         SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => Val::str(
-            v.to_text()
+            text_replaced(v)
                 .chars()
                 .take(usize::from(*max))
                 .collect::<String>(),
         ),
+        // Bytes that are not UTF-8: '?' for them, cut to the length.
+        SqlType::Text { size, .. } if error.code == codes::TRUNCATED_WRONG_VALUE_FOR_FIELD => {
+            let mut text = text_replaced(v);
+            let mut end = text.len().min(blob_bytes(*size));
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            Val::str(text)
+        }
         SqlType::Binary { length: max } | SqlType::VarBinary { max } => {
             let mut b = bytes_of(v);
             b.truncate(usize::from(*max));

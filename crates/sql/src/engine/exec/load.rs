@@ -648,8 +648,8 @@ pub(crate) fn server_file<'f>(conn: &Conn<'_>, file: &'f str) -> SqlResult<&'f s
 /// The file's character set, as fields are turned into values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Decode {
-    /// utf8mb4 (and utf8, ascii): the bytes as they are, an invalid
-    /// sequence replaced.
+    /// utf8mb4 (and utf8, ascii): the bytes as they are, checked where a
+    /// text column stores them.
     Utf8,
     /// latin1: each byte one character.
     Latin1,
@@ -681,16 +681,10 @@ impl Decode {
             return Val::Null;
         };
         match self {
-            Decode::Utf8 => match String::from_utf8(bytes) {
-                Ok(text) => Val::Str(text.into_bytes()),
-                Err(e) => Val::Str(
-                    String::from_utf8_lossy(e.as_bytes())
-                        .into_owned()
-                        .into_bytes(),
-                ),
-            },
+            // A text column checks the bytes as it stores them (1366,
+            // each bad byte '?'); a binary one keeps them.
+            Decode::Utf8 | Decode::Binary => Val::Str(bytes),
             Decode::Latin1 => Val::Str(crate::protocol::latin1::decode(&bytes).into_bytes()),
-            Decode::Binary => Val::Str(bytes),
         }
     }
 }

@@ -3614,45 +3614,23 @@ const INVALID_STRING_SHOWN_MAX: usize = 64;
 /// is '?', with one warning 1300 showing the bytes from the first such
 /// (printable ASCII as it is, others `\xHH`).
 fn utf8_checked(bytes: &[u8], charset: &str, ctx: &mut Ctx<'_>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut first_bad = None;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(valid) => {
-                out.extend_from_slice(valid.as_bytes());
-                break;
-            }
-            Err(e) => {
-                let good = e.valid_up_to();
-                out.extend_from_slice(&rest[..good]);
-                let bad = e.error_len().unwrap_or(rest.len() - good);
-                first_bad.get_or_insert(bytes.len() - rest.len() + good);
-                out.extend(std::iter::repeat_n(b'?', bad));
-                rest = &rest[good + bad..];
-            }
-        }
-    }
-    if let Some(at) = first_bad {
-        let mut shown = String::new();
-        for &b in &bytes[at..] {
-            if (0x20..0x7f).contains(&b) {
-                shown.push(char::from(b));
-            } else {
-                shown.push_str(&format!("\\x{b:02X}"));
-            }
-            if shown.len() > INVALID_STRING_SHOWN_MAX {
-                break;
-            }
-        }
+    let Some((text, at)) = super::value::utf8_replaced(bytes) else {
+        return bytes.to_vec();
+    };
+    let mut shown = String::new();
+    for &b in &bytes[at..] {
+        super::value::push_shown_byte(&mut shown, b);
         if shown.len() > INVALID_STRING_SHOWN_MAX {
-            shown.truncate(INVALID_STRING_SHOWN_MAX - 3);
-            shown.push_str("...");
+            break;
         }
-        ctx.warn(
-            crate::error::codes::INVALID_CHARACTER_STRING,
-            format!("Invalid {charset} character string: '{shown}'"),
-        );
     }
-    out
+    if shown.len() > INVALID_STRING_SHOWN_MAX {
+        shown.truncate(INVALID_STRING_SHOWN_MAX - 3);
+        shown.push_str("...");
+    }
+    ctx.warn(
+        crate::error::codes::INVALID_CHARACTER_STRING,
+        format!("Invalid {charset} character string: '{shown}'"),
+    );
+    text.into_bytes()
 }

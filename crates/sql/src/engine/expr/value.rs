@@ -20,6 +20,12 @@ pub const DECIMAL_DIGITS_MAX: u32 = 65;
 /// than a DECIMAL type (MariaDB's hold 81: `65 nines + 1` is a number
 /// before it is stored); past 76, arithmetic is out of range (1690).
 pub type Mantissa = ethnum::I256;
+
+/// Integers below this are exact doubles (2^53).
+const EXACT_DOUBLE_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+/// The largest power of ten that is an exact double (10^22).
+const EXACT_DOUBLE_POWER_OF_TEN_MAX: u8 = 22;
 /// Microseconds in a second.
 pub const MICROS_PER_SECOND: i64 = 1_000_000;
 /// Microseconds in a day.
@@ -140,7 +146,19 @@ impl Dec {
 
     /// As a double.
     pub fn to_f64(self) -> f64 {
-        self.mantissa.as_f64() / 10f64.powi(i32::from(self.scale))
+        // One division of two exact doubles is rounded correctly; past
+        // them (digits beyond 2^53, a scale past 10^22, exact doubles
+        // both) the decimal's text is read, as MariaDB's `decimal2double`
+        // reads it (strtod): dividing an inexact mantissa can miss the
+        // nearest double (HEX(18446744073709551615 / -7) ends C00, not A00).
+        let m = self.mantissa.as_f64();
+        if m.abs() < EXACT_DOUBLE_INTEGER_LIMIT && self.scale <= EXACT_DOUBLE_POWER_OF_TEN_MAX {
+            m / 10f64.powi(i32::from(self.scale))
+        } else {
+            self.to_text()
+                .parse()
+                .unwrap_or(m / 10f64.powi(i32::from(self.scale)))
+        }
     }
 
     /// Its value rounded to an integer, the nearest of 128 bits past
@@ -560,6 +578,41 @@ pub fn datetime_text(d: Date, t: Time, fsp: u8) -> String {
     );
     push_fraction(&mut out, t.micros, fsp);
     out
+}
+
+/// `bytes` made UTF-8 text the way MariaDB converts bytes into utf8mb4:
+/// every byte of an invalid or cut sequence is '?'. None when they are
+/// text already; else the text and the offset of the first bad byte.
+pub fn utf8_replaced(bytes: &[u8]) -> Option<(String, usize)> {
+    let first_bad = std::str::from_utf8(bytes).err()?.valid_up_to();
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(text) => {
+                out.push_str(text);
+                return Some((out, first_bad));
+            }
+            Err(e) => {
+                let (good, tail) = rest.split_at(e.valid_up_to());
+                // `good` is UTF-8: the error says so.
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                let bad = e.error_len().unwrap_or(tail.len());
+                out.extend(std::iter::repeat_n('?', bad));
+                rest = &tail[bad..];
+            }
+        }
+    }
+}
+
+/// A byte as MariaDB's messages show one of a bad string: printable ASCII
+/// as it is, any other `\xHH`.
+pub fn push_shown_byte(out: &mut String, b: u8) {
+    if (0x20..0x7f).contains(&b) {
+        out.push(char::from(b));
+    } else {
+        out.push_str(&format!("\\x{b:02X}"));
+    }
 }
 
 /// A number prefix ([`str_number_prefix`]) read as a double, and whether
