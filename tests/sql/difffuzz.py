@@ -118,8 +118,18 @@ def literal(v):
 class Gen:
     """A random query; `cols` are the columns in scope, by kind."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, binary=None):
         self.rng = rng
+        # With --binary-literals, some ASCII words are written as hex
+        # literals, drawn from their own generator so that a seed's
+        # queries are otherwise the same with or without them.
+        self.binary = binary
+
+    def word(self):
+        w = self.rng.choice(WORDS)
+        if self.binary is not None and w.isascii() and self.binary.random() < 0.3:
+            return ("0x%s" if w and self.binary.random() < 0.5 else "X'%s'") % w.encode().hex()
+        return literal(w)
 
     def col(self, scope, kind=None):
         cands = [c for c in scope if kind is None or c[1] == kind]
@@ -178,7 +188,7 @@ class Gen:
     def text(self, scope, depth=0):
         r = self.rng.random()
         if depth > 2 or r < 0.4:
-            return self.col(scope, "text") if self.rng.random() < 0.8 else literal(self.rng.choice(WORDS))
+            return self.col(scope, "text") if self.rng.random() < 0.8 else self.word()
         ops = [
             lambda: "CONCAT(%s, %s)" % (self.text(scope, depth + 1), self.text(scope, depth + 1)),
             lambda: "UPPER(%s)" % self.text(scope, depth + 1),
@@ -366,9 +376,9 @@ def norm(v):
 class DmlGen:
     """A random write to t3 (or to t1, whose rows the SELECTs read)."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, binary=None):
         self.rng = rng
-        self.exprs = Gen(rng)
+        self.exprs = Gen(rng, binary)
         self.table, self.spec = "t3", T3
 
     def value(self, col):
@@ -492,10 +502,10 @@ READ_SCOPES = {
 
 
 def dml(conns, rng, args):
-    gen = DmlGen(rng)
+    gen = DmlGen(rng, binary_rng(args, 0))
     # The reads draw from their own generator, so that the writes of a
     # seed are the same with or without them.
-    reads = Gen(random.Random(args.seed + 1_000_003))
+    reads = Gen(random.Random(args.seed + 1_000_003), binary_rng(args, 1))
     differences = 0
     for n in range(args.queries):
         sql, table = gen.statement()
@@ -582,6 +592,13 @@ def connect(port):
                            charset="utf8mb4")
 
 
+def binary_rng(args, stream):
+    """The generator of --binary-literals' choices, or None without it."""
+    if not args.binary_literals:
+        return None
+    return random.Random(args.seed * 2 + stream + 7_000_001)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--skarv-port", type=int, required=True)
@@ -590,6 +607,8 @@ def main():
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--dml", action="store_true", help="writes instead of SELECTs")
+    ap.add_argument("--binary-literals", action="store_true",
+                    help="write some text literals as hex literals (0x61, X'61')")
     ap.add_argument("--db", default="difffuzz",
                     help="the database to (re)create on both servers; one per concurrent run")
     args = ap.parse_args()
@@ -613,7 +632,7 @@ def main():
         conns[name] = c
     if args.dml:
         return dml(conns, rng, args)
-    gen = Gen(rng)
+    gen = Gen(rng, binary_rng(args, 0))
     differences = 0
     both_errors = 0
     for n in range(args.queries):

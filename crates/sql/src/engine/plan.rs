@@ -176,7 +176,7 @@ fn key_text_read_first(table: &TableInfo, conjuncts: &[&Expr], ctx: &mut Ctx<'_>
     let Expr::Cmp(CmpOp::Eq, a, b, collation) = first else {
         return None;
     };
-    let (Expr::Lit(Val::Str(text)), Expr::Col(c)) = (&**a, &**b) else {
+    let (Some(text), Expr::Col(c)) = (a.text_literal(), &**b) else {
         return None;
     };
     let [key] = table.native.def().primary_key.as_slice() else {
@@ -323,12 +323,14 @@ fn number_vs_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'
         return None;
     };
     let (col, text) = match (&**a, &**b) {
-        (Expr::Col(c), Expr::Lit(Val::Str(t))) | (Expr::Lit(Val::Str(t)), Expr::Col(c)) => (*c, t),
+        (Expr::Col(c), t) | (t, Expr::Col(c)) if t.text_literal().is_some() => {
+            (*c, t.text_literal()?)
+        }
         _ => return None,
     };
     let ty = &table.columns.get(col)?.ty;
     (ty.is_number() || matches!(ty, SqlType::Bit { .. } | SqlType::Year))
-        .then(|| (col, reads_as_integer(ty), &text[..]))
+        .then(|| (col, reads_as_integer(ty), text))
 }
 
 /// Whether a string compared with a column of type `ty` is read as for
@@ -344,9 +346,9 @@ fn reads_as_integer(ty: &SqlType) -> bool {
 /// comparison reads it ([`super::expr::eval::compared_number`]); any
 /// other expression as it is.
 fn text_as_number(e: &Expr, integer: bool, ctx: &mut Ctx<'_>) -> Expr {
-    match e {
-        Expr::Lit(Val::Str(t)) => Expr::Lit(super::expr::eval::compared_number(t, integer, ctx)),
-        other => other.clone(),
+    match e.text_literal() {
+        Some(t) => Expr::Lit(super::expr::eval::compared_number(t, integer, ctx)),
+        None => e.clone(),
     }
 }
 
@@ -361,7 +363,7 @@ fn number_in_texts(table: &TableInfo, e: &Expr) -> Option<bool> {
         return None;
     };
     let ty = &table.columns.get(col)?.ty;
-    let texts = list.iter().all(|i| matches!(i, Expr::Lit(Val::Str(_))));
+    let texts = list.iter().all(|i| i.text_literal().is_some());
     (texts && ty.is_number()).then(|| reads_as_integer(ty))
 }
 
@@ -377,7 +379,7 @@ fn number_between_texts(table: &TableInfo, e: &Expr) -> Option<bool> {
         return None;
     };
     let ty = &table.columns.get(col)?.ty;
-    let text = |b: &Expr| matches!(b, Expr::Lit(Val::Str(_)));
+    let text = |b: &Expr| b.text_literal().is_some();
     ((text(lo) || text(hi)) && ty.is_number())
         .then(|| reads_as_integer(ty) && !(text(lo) && text(hi)))
 }
@@ -391,7 +393,7 @@ fn time_vs_text(table: &TableInfo, e: &Expr) -> bool {
             Some(SqlType::Time { .. })
         ))
     };
-    let text = |e: &Expr| matches!(e, Expr::Lit(Val::Str(_)));
+    let text = |e: &Expr| e.text_literal().is_some();
     match e {
         Expr::Cmp(_, a, b, _) => (is_time(a) && text(b)) || (text(a) && is_time(b)),
         Expr::In(a, list, ..) => is_time(a) && list.iter().any(text),
@@ -402,13 +404,13 @@ fn time_vs_text(table: &TableInfo, e: &Expr) -> bool {
 
 /// `e` ([`time_vs_text`]) with its string literals read as TIMEs, once.
 fn time_texts_read(e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
-    let mut read = |e: &Expr| match e {
-        Expr::Lit(Val::Str(t)) => {
+    let mut read = |e: &Expr| match e.text_literal() {
+        Some(t) => {
             let before = ctx.warnings.len();
             let time = Val::Time(super::expr::compared_time(t, ctx));
             warned_once(Expr::Lit(time), ctx, before)
         }
-        other => other.clone(),
+        None => e.clone(),
     };
     match e {
         Expr::Cmp(op, a, b, c) => Expr::Cmp(*op, Box::new(read(a)), Box::new(read(b)), *c),
@@ -1407,7 +1409,7 @@ fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Fi
             _ => None,
         },
         Expr::Like(x, p, '\\', false, _) => {
-            let (Expr::Col(col), Expr::Lit(Val::Str(pat))) = (&**x, &**p) else {
+            let (Expr::Col(col), Some(pat)) = (&**x, p.text_literal()) else {
                 return Ok(None);
             };
             // What the data nodes test LIKE on: a CHAR or VARCHAR as stored

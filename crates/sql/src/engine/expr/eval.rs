@@ -409,11 +409,17 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
         | Expr::Between(..)
         | Expr::Like(..) => Kind::Int { unsigned: false },
         Expr::Case(_, whens, otherwise) => {
-            let kinds = whens
-                .iter()
-                .map(|(_, r)| kind(r, scope))
-                .chain(otherwise.iter().map(|o| kind(o, scope)));
-            merge_kinds(kinds)
+            let results = || {
+                whens
+                    .iter()
+                    .map(|(_, r)| r)
+                    .chain(otherwise.iter().map(|o| &**o))
+            };
+            text_merged(
+                merge_kinds(results().map(|r| kind(r, scope))),
+                results(),
+                scope,
+            )
         }
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
@@ -433,6 +439,108 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             SubTest::Scalar => s.kinds.first().copied().unwrap_or(Kind::Null),
             _ => Kind::Int { unsigned: false },
         },
+    }
+}
+
+/// MariaDB's coercibility of `e` (`COERCIBILITY()`; where strings meet,
+/// the least decides their collation): 0 explicit (COLLATE), 2 implicit
+/// (a column, a CAST, a string made from one), 3 a system constant
+/// (`DATABASE()`, `USER()`, `VERSION()`), 4 coercible (a literal, a
+/// binary literal, `UNHEX`, `CHAR`, `FROM_BASE64`, a string made of
+/// those), 5 a number or a date, 6 NULL.
+pub fn coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
+    match kind(e, scope) {
+        Kind::Null => COERCIBILITY_NULL,
+        Kind::Str { .. } => text_coercibility(e, scope),
+        _ => COERCIBILITY_NUMBER,
+    }
+}
+
+/// COERCIBILITY of a number or a date.
+const COERCIBILITY_NUMBER: u8 = 5;
+
+/// COERCIBILITY of NULL.
+const COERCIBILITY_NULL: u8 = 6;
+
+/// COERCIBILITY of a literal.
+const COERCIBILITY_LITERAL: u8 = 4;
+
+/// [`coercibility`] of an expression known to be a string. A function's
+/// is its string arguments' least (a literal's where it has none); the
+/// arguments' kinds are not computed again, so a nesting costs what its
+/// size does (a function of numbers among them counts as a literal).
+fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
+    use super::Func as F;
+    let least = |parts: &mut dyn Iterator<Item = &Expr>| {
+        parts
+            .map(|p| text_coercibility(p, scope))
+            .filter(|x| *x <= COERCIBILITY_LITERAL)
+            .min()
+            .unwrap_or(COERCIBILITY_LITERAL)
+    };
+    match e {
+        Expr::Lit(Val::Null) => COERCIBILITY_NULL,
+        Expr::Lit(Val::Str(_)) | Expr::Param(_) => COERCIBILITY_LITERAL,
+        Expr::Func(F::Collate(_), _) => 0,
+        Expr::Func(F::Database | F::User | F::Version, _) => 3,
+        Expr::Func(F::BinaryLiteral | F::Unhex | F::Char | F::FromBase64, _) => {
+            COERCIBILITY_LITERAL
+        }
+        // A user variable's, a BIT column's bytes: implicit, as a column's.
+        Expr::Func(F::UserVar | F::BitBytes, _) => 2,
+        Expr::Func(_, args) => least(&mut args.iter()),
+        Expr::Case(_, whens, otherwise) => least(
+            &mut whens
+                .iter()
+                .map(|(_, r)| r)
+                .chain(otherwise.iter().map(|o| &**o)),
+        ),
+        Expr::Cast(_, CastTo::Binary | CastTo::Char | CastTo::FixedChar(_)) => 2,
+        Expr::Col(_) | Expr::InsertValue(_) | Expr::Agg(_) | Expr::Win(_) | Expr::Sub(_) => {
+            match kind(e, scope) {
+                Kind::Str { .. } => 2,
+                Kind::Null => COERCIBILITY_NULL,
+                _ => COERCIBILITY_NUMBER,
+            }
+        }
+        _ => COERCIBILITY_NUMBER,
+    }
+}
+
+/// The string kind strings meet in (CONCAT's arguments, CASE's or
+/// COALESCE's alternatives), as MariaDB's `DTCollation::aggregate` finds
+/// it: the collation of the least [`coercibility`], binary at a tie
+/// (`CONCAT(s, 0x41)` is `s`'s text, `CONCAT(0x41, 'a')` bytes). None:
+/// no string among them.
+pub fn shared_text_kind<'e>(
+    exprs: impl Iterator<Item = &'e Expr>,
+    scope: &Scope<'_>,
+) -> Option<Kind> {
+    let mut best: Option<(u8, Option<Collation>)> = None;
+    for e in exprs {
+        let Kind::Str { collation } = kind(e, scope) else {
+            continue;
+        };
+        let x = text_coercibility(e, scope);
+        best = Some(match best {
+            Some((least, c)) if x == least => (least, c.and(collation)),
+            Some((least, c)) if x > least => (least, c),
+            _ => (x, collation),
+        });
+    }
+    best.map(|(_, collation)| Kind::Str { collation })
+}
+
+/// `merged`, the kind alternatives share ([`merge_kinds`]), with the
+/// collation their strings meet in when it is a string.
+pub fn text_merged<'e>(
+    merged: Kind,
+    alternatives: impl Iterator<Item = &'e Expr>,
+    scope: &Scope<'_>,
+) -> Kind {
+    match merged {
+        Kind::Str { .. } => shared_text_kind(alternatives, scope).unwrap_or(merged),
+        other => other,
     }
 }
 

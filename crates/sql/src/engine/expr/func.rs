@@ -2,7 +2,9 @@
 
 use schema::Collation;
 
-use super::eval::{calendar_datetime, compare, fuzzy_datetime, merge_kinds, to_datetime, Ctx};
+use super::eval::{
+    calendar_datetime, compare, fuzzy_datetime, merge_kinds, text_merged, to_datetime, Ctx,
+};
 use super::value::{
     self, datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
     MICROS_PER_DAY, MICROS_PER_SECOND,
@@ -131,6 +133,11 @@ pub enum Func {
     /// one warning 1300 naming the bytes from the first such, as MariaDB's
     /// conversion gives it (not U+FFFD); any other value as it is.
     Utf8Checked,
+    /// A binary literal (`0x41`, `X'41'`, `b'1000001'`, `_binary'A'`): its
+    /// one argument, the bytes, typed binary as MariaDB types it, but
+    /// coercible (4), so a column's collation wins over it (`s = 0x41`
+    /// compares as `s`), where a CAST AS BINARY (2) wins over the column.
+    BinaryLiteral,
     /// A constant read once before the rows with a warning (a string
     /// compared with a number column): args the value, a site number, the
     /// warning's code and message. The first evaluation in the statement
@@ -514,17 +521,14 @@ impl Func {
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
             F::WarnOnce | F::OuterMember | F::PerRow | F::Utf8Checked => arg(0),
-            F::BitBytes => Kind::Str { collation: None },
-            // Of a binary string and others, a binary string.
-            F::Concat | F::ConcatWs
-                if (0..args.len()).any(|i| matches!(arg(i), Kind::Str { collation: None })) =>
-            {
-                Kind::Str { collation: None }
+            F::BitBytes | F::BinaryLiteral => Kind::Str { collation: None },
+            // The collation the strings meet in: a binary string's where it
+            // is the most binding.
+            F::Concat | F::ConcatWs => {
+                super::eval::shared_text_kind(args.iter(), scope).unwrap_or_else(text_kind)
             }
             F::SetUserVar => arg(1),
-            F::Concat
-            | F::ConcatWs
-            | F::Substring
+            F::Substring
             | F::TrimBoth
             | F::TrimLeading
             | F::TrimTrailing
@@ -569,7 +573,7 @@ impl Func {
                 _ => Kind::Time { fsp: 0 },
             },
             F::Elt => match merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))) {
-                k @ Kind::Str { .. } => k,
+                k @ Kind::Str { .. } => text_merged(k, args.iter().skip(1), scope),
                 _ => text_kind(),
             },
             F::Insert => match arg(0) {
@@ -757,9 +761,21 @@ impl Func {
                     _ => Kind::Double,
                 }
             }
-            F::Greatest | F::Least | F::Coalesce => merge_kinds(args.iter().map(|a| scope.kind(a))),
-            F::IfNull => merge_kinds([arg(0), arg(1)].into_iter()),
-            F::If => merge_kinds([arg(1), arg(2)].into_iter()),
+            F::Greatest | F::Least | F::Coalesce => text_merged(
+                merge_kinds(args.iter().map(|a| scope.kind(a))),
+                args.iter(),
+                scope,
+            ),
+            F::IfNull => text_merged(
+                merge_kinds([arg(0), arg(1)].into_iter()),
+                args.iter(),
+                scope,
+            ),
+            F::If => text_merged(
+                merge_kinds([arg(1), arg(2)].into_iter()),
+                args.iter().skip(1),
+                scope,
+            ),
             F::NullIf => arg(0),
             F::Now | F::UtcTimestamp => Kind::DateTime { fsp: fsp_arg(args) },
             F::CurDate | F::Date => Kind::Date,
@@ -1415,11 +1431,13 @@ impl Func {
             // Its arguments as strings, whatever they are (a date against
             // 'grape ' compares its text, not as dates; numbers too).
             F::Strcmp if null_in => Val::Null,
+            // The collation the two meet in is the third argument's
+            // ([`strcmp_collation`]): bytes against a binary string.
             F::Strcmp => Val::Int(
                 match compare(
                     &Val::str(v[0].to_text()),
                     &Val::str(v[1].to_text()),
-                    Some(Collation::Utf8mb4GeneralCi),
+                    strcmp_collation(v.get(2)),
                     ctx,
                 ) {
                     std::cmp::Ordering::Less => -1,
@@ -1795,7 +1813,7 @@ impl Func {
             F::CharLength => Val::Int(s(0).chars().count() as i64),
             F::Upper => Val::str(s(0).to_uppercase()),
             F::Lower => Val::str(s(0).to_lowercase()),
-            F::Collate(_) | F::OuterMember | F::PerRow => v[0].clone(),
+            F::Collate(_) | F::OuterMember | F::PerRow | F::BinaryLiteral => v[0].clone(),
             F::Substring => {
                 let chars: Vec<char> = s(0).chars().collect();
                 let n = chars.len() as i64;
@@ -3602,6 +3620,27 @@ pub fn bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
         },
         other => of_double(ctx.num_f64(other)),
     }
+}
+
+/// STRCMP's collation as its lowering passes it, a third argument: 0
+/// bytes (a binary string among the two), 1 utf8mb4_bin, else (none
+/// given) utf8mb4_general_ci.
+pub(crate) fn strcmp_collation(code: Option<&Val>) -> Option<Collation> {
+    match code {
+        Some(Val::Int(0)) => None,
+        Some(Val::Int(1)) => Some(Collation::Utf8mb4Bin),
+        _ => Some(Collation::Utf8mb4GeneralCi),
+    }
+}
+
+/// The third argument that makes STRCMP compare under `collation`
+/// ([`strcmp_collation`]).
+pub(crate) fn strcmp_collation_code(collation: Option<Collation>) -> Val {
+    Val::Int(match collation {
+        None => 0,
+        Some(Collation::Utf8mb4Bin) => 1,
+        Some(Collation::Utf8mb4GeneralCi) => 2,
+    })
 }
 
 /// Longest text of bytes a warning 1300 shows, "..." included (MariaDB's

@@ -605,11 +605,21 @@ impl<'a> Scope<'a> {
         Ok(Box::new(self.lower(e)?))
     }
 
-    /// The collation two operands compare under: a column's wins; two
-    /// strings otherwise compare as the connection's utf8mb4_general_ci.
+    /// The collation two operands compare under: of two strings, the
+    /// one's of less coercibility (a column's over a literal's, binary or
+    /// not: `s = 0x41` compares as `s`); at a tie binary, else a column's;
+    /// two strings otherwise compare as the connection's
+    /// utf8mb4_general_ci.
     pub fn collation_of(&self, a: &Expr, b: &Expr) -> Option<Collation> {
         let ka = self.kind(a);
         let kb = self.kind(b);
+        if let (Kind::Str { collation: ca }, Kind::Str { collation: cb }) = (ka, kb) {
+            match eval::coercibility(a, self).cmp(&eval::coercibility(b, self)) {
+                std::cmp::Ordering::Less => return ca,
+                std::cmp::Ordering::Greater => return cb,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
         match (ka, kb) {
             (Kind::Str { collation: None }, _) | (_, Kind::Str { collation: None }) => None,
             (Kind::Str { collation: Some(c) }, _) if matches!(a, Expr::Col(_)) => Some(c),
@@ -753,8 +763,33 @@ impl<'a> Scope<'a> {
                     .iter()
                     .map(|i| self.lower(i))
                     .collect::<SqlResult<Vec<_>>>()?;
-                // A bit-value or 0x literal against numbers is its number.
-                if is_number_literal(expr) && items.iter().any(|i| self.is_numeric(i)) {
+                // A bit-value or 0x literal against numbers is its number;
+                // against numbers and strings, each item is compared in its
+                // own type, its number or its bytes, as MariaDB's IN compares
+                // a list of mixed types (`0x61 IN ('a', 3)` holds).
+                let numbers = items.iter().filter(|i| self.is_numeric(i)).count();
+                if is_number_literal(expr) && numbers > 0 && numbers < items.len() {
+                    let number = bit_literal_number(x.clone());
+                    let eqs = items
+                        .into_iter()
+                        .map(|i| {
+                            let x = if self.is_numeric(&i) {
+                                number.clone()
+                            } else {
+                                x.clone()
+                            };
+                            let c = self.collation_of(&x, &i);
+                            Expr::Cmp(CmpOp::Eq, Box::new(x), Box::new(i), c)
+                        })
+                        .collect();
+                    let any = balanced(eqs, false);
+                    return Ok(if *negated {
+                        Expr::Not(Box::new(any))
+                    } else {
+                        any
+                    });
+                }
+                if is_number_literal(expr) && numbers > 0 {
                     x = bit_literal_number(x);
                 }
                 if self.is_numeric(&x) {
@@ -1148,7 +1183,7 @@ impl<'a> Scope<'a> {
             E::Prefixed { prefix, value } if prefix.value.starts_with('_') => {
                 let inner = self.lower(value)?;
                 if prefix.value.eq_ignore_ascii_case("_binary") {
-                    Expr::Cast(Box::new(inner), CastTo::Binary)
+                    Expr::Func(Func::BinaryLiteral, vec![inner])
                 } else {
                     inner
                 }
@@ -1334,6 +1369,8 @@ impl<'a> Scope<'a> {
 
     fn value(&mut self, v: &ast::ValueWithSpan) -> SqlResult<Expr> {
         use ast::Value as V;
+        let binary =
+            |bytes: Vec<u8>| Expr::Func(Func::BinaryLiteral, vec![Expr::Lit(Val::Str(bytes))]);
         Ok(Expr::Lit(match &v.value {
             V::Number(text, _) => number_literal(text)?,
             V::SingleQuotedString(s)
@@ -1347,12 +1384,12 @@ impl<'a> Scope<'a> {
             V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s)
                 if s.bytes().all(|b| b == b'0' || b == b'1') =>
             {
-                Val::Str(bit_bytes(s))
+                return Ok(binary(bit_bytes(s)));
             }
             V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s) => {
                 Val::Str(s.clone().into_bytes())
             }
-            V::HexStringLiteral(h) => Val::Str(hex_bytes(h)?),
+            V::HexStringLiteral(h) => return Ok(binary(hex_bytes(h)?)),
             V::Boolean(b) => Val::Int(i64::from(*b)),
             V::Null => Val::Null,
             V::Placeholder(p) if p == "?" => {
@@ -1937,6 +1974,19 @@ impl<'a> Scope<'a> {
             ("ORD", [arg]) if matches!(self.kind(arg), Kind::Str { collation: None }) => {
                 return Ok(Expr::Func(Func::Ascii, lowered));
             }
+            // Two strings compare in the collation they meet in (a binary
+            // string's bytes: STRCMP('É', X'7A') is 1).
+            ("STRCMP", [a, b]) => {
+                let code = func::strcmp_collation_code(self.collation_of(a, b));
+                lowered.push(Expr::Lit(code));
+                return Ok(Expr::Func(Func::Strcmp, lowered));
+            }
+            // A binary string's characters are its bytes.
+            ("CHAR_LENGTH" | "CHARACTER_LENGTH", [arg])
+                if matches!(self.kind(arg), Kind::Str { collation: None }) =>
+            {
+                return Ok(Expr::Func(Func::Length, lowered));
+            }
             // A binary string has no case: UPPER and LOWER leave it.
             ("UPPER" | "UCASE" | "LOWER" | "LCASE", [arg])
                 if matches!(
@@ -2348,30 +2398,27 @@ impl<'a> Scope<'a> {
     /// system constants (3), a number or a date binary (5), NULL
     /// ignorable (6).
     fn collation_fact(&self, name: &str, arg: &Expr) -> SqlResult<Val> {
-        let (charset, collation, coercibility) = match (self.kind(arg), arg) {
-            (Kind::Null, _) => ("binary".to_owned(), "binary".to_owned(), 6),
+        let (charset, collation) = match (self.kind(arg), arg) {
             (Kind::Str { .. }, Expr::Func(Func::Database | Func::User | Func::Version, _)) => {
-                ("utf8mb3".to_owned(), "utf8mb3_general_ci".to_owned(), 3)
+                ("utf8mb3".to_owned(), "utf8mb3_general_ci".to_owned())
             }
-            (Kind::Str { collation: None }, _) => ("binary".to_owned(), "binary".to_owned(), 2),
             (Kind::Str { collation: Some(c) }, Expr::Func(Func::Collate(_), _)) => {
-                ("utf8mb4".to_owned(), c.name().to_owned(), 0)
+                ("utf8mb4".to_owned(), c.name().to_owned())
             }
-            (Kind::Str { .. }, e) if e.is_constant() => {
+            (Kind::Str { collation: Some(_) }, e) if e.is_constant() => {
                 let var = |name: &str| (self.variable)(name, false).map(|v| v.to_text());
                 (
                     var("character_set_connection")?,
                     var("collation_connection")?,
-                    4,
                 )
             }
-            (Kind::Str { collation: Some(c) }, _) => ("utf8mb4".to_owned(), c.name().to_owned(), 2),
-            _ => ("binary".to_owned(), "binary".to_owned(), 5),
+            (Kind::Str { collation: Some(c) }, _) => ("utf8mb4".to_owned(), c.name().to_owned()),
+            _ => ("binary".to_owned(), "binary".to_owned()),
         };
         Ok(match name {
             "CHARSET" => Val::str(charset),
             "COLLATION" => Val::str(collation),
-            _ => Val::Int(coercibility),
+            _ => Val::Int(i64::from(eval::coercibility(arg, self))),
         })
     }
 
@@ -3190,6 +3237,9 @@ pub(crate) fn as_number_literal(written: &ast::Expr, value: Expr) -> Expr {
 /// A lowered bit-value literal as its number (its bytes, big-endian).
 fn bit_literal_number(e: Expr) -> Expr {
     match e {
+        Expr::Func(Func::BinaryLiteral, mut args) if args.len() == 1 => {
+            bit_literal_number(args.swap_remove(0))
+        }
         Expr::Lit(Val::Str(bytes)) if bytes.len() <= 8 => Expr::Lit(Val::UInt(
             bytes.iter().fold(0u64, |n, b| (n << 8) | u64::from(*b)),
         )),
@@ -3590,6 +3640,19 @@ impl Expr {
 }
 
 impl Expr {
+    /// The bytes of a string literal, a binary one (`X'41'`) included:
+    /// both compare with a number column as strings do.
+    pub fn text_literal(&self) -> Option<&[u8]> {
+        match self {
+            Expr::Lit(Val::Str(bytes)) => Some(bytes),
+            Expr::Func(Func::BinaryLiteral, args) => match args.as_slice() {
+                [Expr::Lit(Val::Str(bytes))] => Some(bytes),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Whether the expression reads no column (constant within a statement).
     pub fn is_constant(&self) -> bool {
         match self {
