@@ -48,6 +48,9 @@ struct Planned {
     /// columns).
     kinds: Vec<Kind>,
     nullable: Vec<bool>,
+    /// The items' coercibility (`eval::coercibility`): a UNION's text
+    /// column takes the collation of its least coercible arm.
+    coercibility: Vec<u8>,
     cond: Option<Expr>,
     /// The conjuncts of WHERE that run correlated subqueries: tested in
     /// the SQL node after the rows are read (the statement's transaction
@@ -247,6 +250,7 @@ fn plan_query_body(
                     meta: &p.metas[at],
                     kind: p.kinds[at],
                     nullable: p.nullable[at],
+                    coercibility: p.coercibility[at],
                 })
                 .collect();
             let column = union::column(&arms);
@@ -688,6 +692,7 @@ fn plan_select(
         let mut metas = Vec::new();
         let mut kinds = Vec::new();
         let mut nullable = Vec::new();
+        let mut coercibility = Vec::new();
         let mut aliases: Vec<Option<(String, ast::Expr)>> = Vec::new();
         for item in &s.projection {
             match item {
@@ -722,6 +727,7 @@ fn plan_select(
                     };
                     for at in positions {
                         items.push(Expr::Col(at));
+                        coercibility.push(expr::eval::coercibility(&Expr::Col(at), scope));
                         kinds.push(scope.columns[at].kind);
                         nullable.push(scope.columns[at].nullable);
                         metas.push(scope.columns[at].meta.clone());
@@ -738,6 +744,7 @@ fn plan_select(
                     metas.push(scope.meta(&lowered, &name));
                     kinds.push(scope.kind(&lowered));
                     nullable.push(scope.nullable(&lowered));
+                    coercibility.push(expr::eval::coercibility(&lowered, scope));
                     items.push(lowered);
                     aliases.push(Some((name, e.clone())));
                 }
@@ -747,6 +754,7 @@ fn plan_select(
                     metas.push(scope.meta(&lowered, &alias.value));
                     kinds.push(scope.kind(&lowered));
                     nullable.push(scope.nullable(&lowered));
+                    coercibility.push(expr::eval::coercibility(&lowered, scope));
                     items.push(lowered);
                     aliases.push(Some((alias.value.clone(), e.clone())));
                 }
@@ -817,6 +825,7 @@ fn plan_select(
             metas,
             kinds,
             nullable,
+            coercibility,
             cond,
             late,
             laterals: laterals.clone(),
@@ -2973,6 +2982,7 @@ fn clone_planned(p: &Planned) -> Planned {
         metas: p.metas.clone(),
         kinds: p.kinds.clone(),
         nullable: p.nullable.clone(),
+        coercibility: p.coercibility.clone(),
         cond: p.cond.clone(),
         late: p.late.clone(),
         laterals: p.laterals.clone(),

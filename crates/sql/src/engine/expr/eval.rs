@@ -449,12 +449,17 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
 /// binary literal, `UNHEX`, `CHAR`, `FROM_BASE64`, a string made of
 /// those), 5 a number or a date, 6 NULL.
 pub fn coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
-    match kind(e, scope) {
-        Kind::Null => COERCIBILITY_NULL,
-        Kind::Str { .. } => text_coercibility(e, scope),
+    match (kind(e, scope), e) {
+        (Kind::Null, _) => COERCIBILITY_NULL,
+        // A CAST as it stands, written: implicit (nested, see below).
+        (Kind::Str { .. }, Expr::Cast(..)) => COERCIBILITY_IMPLICIT,
+        (Kind::Str { .. }, _) => text_coercibility(e, scope),
         _ => COERCIBILITY_NUMBER,
     }
 }
+
+/// COERCIBILITY of a column, a CAST, a string made from one.
+const COERCIBILITY_IMPLICIT: u8 = 2;
 
 /// COERCIBILITY of a number or a date.
 const COERCIBILITY_NUMBER: u8 = 5;
@@ -469,6 +474,9 @@ const COERCIBILITY_LITERAL: u8 = 4;
 /// is its string arguments' least (a literal's where it has none); the
 /// arguments' kinds are not computed again, so a nesting costs what its
 /// size does (a function of numbers among them counts as a literal).
+/// Within one, a number or a date made text counts as the number it is
+/// (5): the lowering makes those of IF's or COALESCE's alternatives
+/// among strings text so (`IF(c, 0x41, d)` is binary, as MariaDB's).
 fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
     use super::Func as F;
     let least = |parts: &mut dyn Iterator<Item = &Expr>| {
@@ -487,7 +495,7 @@ fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
             COERCIBILITY_LITERAL
         }
         // A user variable's, a BIT column's bytes: implicit, as a column's.
-        Expr::Func(F::UserVar | F::BitBytes, _) => 2,
+        Expr::Func(F::UserVar | F::BitBytes, _) => COERCIBILITY_IMPLICIT,
         Expr::Func(_, args) => least(&mut args.iter()),
         Expr::Case(_, whens, otherwise) => least(
             &mut whens
@@ -495,10 +503,15 @@ fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
                 .map(|(_, r)| r)
                 .chain(otherwise.iter().map(|o| &**o)),
         ),
-        Expr::Cast(_, CastTo::Binary | CastTo::Char | CastTo::FixedChar(_)) => 2,
+        Expr::Cast(inner, CastTo::Char | CastTo::FixedChar(_)) if matches!(kind(inner, scope), k if k.is_numeric() || k.is_temporal()) => {
+            COERCIBILITY_NUMBER
+        }
+        Expr::Cast(_, CastTo::Binary | CastTo::Char | CastTo::FixedChar(_)) => {
+            COERCIBILITY_IMPLICIT
+        }
         Expr::Col(_) | Expr::InsertValue(_) | Expr::Agg(_) | Expr::Win(_) | Expr::Sub(_) => {
             match kind(e, scope) {
-                Kind::Str { .. } => 2,
+                Kind::Str { .. } => COERCIBILITY_IMPLICIT,
                 Kind::Null => COERCIBILITY_NULL,
                 _ => COERCIBILITY_NUMBER,
             }
@@ -516,19 +529,28 @@ pub fn shared_text_kind<'e>(
     exprs: impl Iterator<Item = &'e Expr>,
     scope: &Scope<'_>,
 ) -> Option<Kind> {
+    let strings = exprs.filter_map(|e| match kind(e, scope) {
+        Kind::Str { collation } => Some((text_coercibility(e, scope), collation)),
+        _ => None,
+    });
+    least_coercible(strings).map(|collation| Kind::Str { collation })
+}
+
+/// Of strings' coercibility and collation (None: binary), the collation
+/// of the least coercibility, binary at a tie and else the first's
+/// ([`shared_text_kind`], a UNION's text column). None: no string.
+pub fn least_coercible(
+    strings: impl Iterator<Item = (u8, Option<Collation>)>,
+) -> Option<Option<Collation>> {
     let mut best: Option<(u8, Option<Collation>)> = None;
-    for e in exprs {
-        let Kind::Str { collation } = kind(e, scope) else {
-            continue;
-        };
-        let x = text_coercibility(e, scope);
+    for (x, collation) in strings {
         best = Some(match best {
             Some((least, c)) if x == least => (least, c.and(collation)),
             Some((least, c)) if x > least => (least, c),
             _ => (x, collation),
         });
     }
-    best.map(|(_, collation)| Kind::Str { collation })
+    best.map(|(_, collation)| collation)
 }
 
 /// `merged`, the kind alternatives share ([`merge_kinds`]), with the

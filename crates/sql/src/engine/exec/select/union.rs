@@ -7,6 +7,7 @@
 //! `SELECT NULL UNION SELECT 2.5` NULL twice.
 
 use crate::engine::catalog::collation_charset;
+use crate::engine::expr::eval::least_coercible;
 use crate::engine::expr::{value, CastTo, Kind};
 use crate::value::{charset, flags, ColumnMeta, ColumnType as T};
 use schema::Collation;
@@ -16,6 +17,8 @@ pub(super) struct Arm<'a> {
     pub meta: &'a ColumnMeta,
     pub kind: Kind,
     pub nullable: bool,
+    /// Its coercibility (`eval::coercibility`).
+    pub coercibility: u8,
 }
 
 /// A UNION's column: its metadata (the first SELECT's names), kind,
@@ -221,23 +224,15 @@ fn temporal(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
 }
 
 /// Anything else (a string among them, or numbers with dates): a VARCHAR
-/// (a BLOB when one arm is) as long as the longest arm's text, binary when
-/// one arm is a binary string.
+/// (a BLOB when one arm is) as long as the longest arm's text, in the
+/// collation of the least coercible string arm, binary at a tie (a hex
+/// literal's arm gives way to a column's text, as in MariaDB).
 fn string(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
-    let strings = || {
-        typed.iter().filter_map(|a| match a.kind {
-            Kind::Str { collation } => Some(collation),
-            _ => None,
-        })
-    };
-    let collation: Option<Collation> = if strings().any(|c| c.is_none()) {
-        None
-    } else {
-        strings()
-            .flatten()
-            .next()
-            .or(Some(Collation::Utf8mb4GeneralCi))
-    };
+    let strings = typed.iter().filter_map(|a| match a.kind {
+        Kind::Str { collation } => Some((a.coercibility, collation)),
+        _ => None,
+    });
+    let collation = least_coercible(strings).unwrap_or(Some(Collation::Utf8mb4GeneralCi));
     let chars = typed
         .iter()
         .map(|a| match a.kind {
