@@ -766,19 +766,15 @@ fn plan_select(
         scope.clause = "WHERE";
         // One table's WHERE folds a column compared with itself before the
         // rows, as MariaDB's `remove_eq_conds` (`s IN ('x', 3) OR id <=>
-        // id` tests no s). Not a join's: an outer join's NOT NULL column
-        // may be NULL there.
-        let single = join.is_none() && table.is_some();
+        // id` tests no s); a join's only `<=>`: an outer join's NOT NULL
+        // column may be NULL there.
+        let joined = join.is_some();
         let cond = selection
             .as_ref()
             .as_ref()
             .map(|w| {
                 let lowered = scope.lower_condition(w)?;
-                Ok::<_, SqlError>(if single {
-                    super::write::fold_same_column(scope, lowered)
-                } else {
-                    lowered
-                })
+                Ok::<_, SqlError>(super::write::fold_same_column(scope, lowered, joined))
             })
             .transpose()?;
         let (cond, late) = split_late(cond, base_width);

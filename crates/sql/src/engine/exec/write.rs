@@ -2009,7 +2009,7 @@ fn lower_targets(
         let cond = selection
             .map(|w| {
                 let lowered = scope.lower_condition(w)?;
-                let c = fold_same_column(scope, lowered);
+                let c = fold_same_column(scope, lowered, false);
                 Ok::<_, SqlError>(table_subquery_conjuncts_per_row(w, c))
             })
             .transpose()?;
@@ -2112,22 +2112,28 @@ fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
 /// `c < c`, `c > c`, `c <> c` false; then an OR with a true side is true
 /// and an AND with a false side false, so their other side is never
 /// evaluated (its warnings, which fail a strict UPDATE or DELETE, never
-/// come: `WHERE s IN ('a', 3) OR id >= id` updates every row).
-pub(super) fn fold_same_column(scope: &crate::engine::expr::Scope<'_>, e: Expr) -> Expr {
+/// come: `WHERE s IN ('a', 3) OR id >= id` updates every row). In a
+/// join's WHERE (`joined`) only `c <=> c` folds: an outer join's NOT NULL
+/// column may be NULL there, and `<=>` holds of NULL too.
+pub(super) fn fold_same_column(
+    scope: &crate::engine::expr::Scope<'_>,
+    e: Expr,
+    joined: bool,
+) -> Expr {
     use crate::engine::expr::{CmpOp, Val};
     let truth = |t: bool| Expr::Lit(Val::Int(i64::from(t)));
     match e {
         Expr::Cmp(op, a, b, c) => match (&*a, &*b) {
             (Expr::Col(x), Expr::Col(y)) if x == y => match op {
                 CmpOp::NullSafeEq => truth(true),
-                _ if scope.nullable(&a) => Expr::Cmp(op, a, b, c),
+                _ if joined || scope.nullable(&a) => Expr::Cmp(op, a, b, c),
                 CmpOp::Eq | CmpOp::Le | CmpOp::Ge => truth(true),
                 CmpOp::Lt | CmpOp::Gt | CmpOp::Ne => truth(false),
             },
             _ => Expr::Cmp(op, a, b, c),
         },
-        Expr::Or(a, b) => fold_junction(scope, *a, *b, true, Expr::Or),
-        Expr::And(a, b) => fold_junction(scope, *a, *b, false, Expr::And),
+        Expr::Or(a, b) => fold_junction(scope, *a, *b, true, Expr::Or, joined),
+        Expr::And(a, b) => fold_junction(scope, *a, *b, false, Expr::And, joined),
         other => other,
     }
 }
@@ -2142,10 +2148,14 @@ fn fold_junction(
     b: Expr,
     absorbing: bool,
     join: fn(Box<Expr>, Box<Expr>) -> Expr,
+    joined: bool,
 ) -> Expr {
     use crate::engine::expr::Val;
     let is = |e: &Expr, t: bool| matches!(e, Expr::Lit(Val::Int(v)) if *v == i64::from(t));
-    let (a, b) = (fold_same_column(scope, a), fold_same_column(scope, b));
+    let (a, b) = (
+        fold_same_column(scope, a, joined),
+        fold_same_column(scope, b, joined),
+    );
     if is(&a, absorbing) || is(&b, absorbing) {
         Expr::Lit(Val::Int(i64::from(absorbing)))
     } else if is(&a, !absorbing) {
