@@ -451,8 +451,6 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
 pub fn coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
     match (kind(e, scope), e) {
         (Kind::Null, _) => COERCIBILITY_NULL,
-        // A CAST as it stands, written: implicit (nested, see below).
-        (Kind::Str { .. }, Expr::Cast(..)) => COERCIBILITY_IMPLICIT,
         (Kind::Str { .. }, _) => text_coercibility(e, scope),
         _ => COERCIBILITY_NUMBER,
     }
@@ -474,9 +472,8 @@ const COERCIBILITY_LITERAL: u8 = 4;
 /// is its string arguments' least (a literal's where it has none); the
 /// arguments' kinds are not computed again, so a nesting costs what its
 /// size does (a function of numbers among them counts as a literal).
-/// Within one, a number or a date made text counts as the number it is
-/// (5): the lowering makes those of IF's or COALESCE's alternatives
-/// among strings text so (`IF(c, 0x41, d)` is binary, as MariaDB's).
+/// A number or a date the lowering made text among strings
+/// (`Func::NumberText`) counts as the number it is (5).
 fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
     use super::Func as F;
     let least = |parts: &mut dyn Iterator<Item = &Expr>| {
@@ -496,6 +493,7 @@ fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
         }
         // A user variable's, a BIT column's bytes: implicit, as a column's.
         Expr::Func(F::UserVar | F::BitBytes, _) => COERCIBILITY_IMPLICIT,
+        Expr::Func(F::NumberText, _) => COERCIBILITY_NUMBER,
         Expr::Func(_, args) => least(&mut args.iter()),
         Expr::Case(_, whens, otherwise) => least(
             &mut whens
@@ -503,9 +501,6 @@ fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
                 .map(|(_, r)| r)
                 .chain(otherwise.iter().map(|o| &**o)),
         ),
-        Expr::Cast(inner, CastTo::Char | CastTo::FixedChar(_)) if matches!(kind(inner, scope), k if k.is_numeric() || k.is_temporal()) => {
-            COERCIBILITY_NUMBER
-        }
         Expr::Cast(_, CastTo::Binary | CastTo::Char | CastTo::FixedChar(_)) => {
             COERCIBILITY_IMPLICIT
         }

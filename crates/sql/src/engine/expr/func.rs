@@ -138,6 +138,12 @@ pub enum Func {
     /// coercible (4), so a column's collation wins over it (`s = 0x41`
     /// compares as `s`), where a CAST AS BINARY (2) wins over the column.
     BinaryLiteral,
+    /// A number or a date among strings made text by the lowering (of IF's,
+    /// CASE's or COALESCE's alternatives): its one argument, the text, of
+    /// the number's coercibility (5), so a binary string among them
+    /// decides (`IF(c, 0x41, d)` is binary), where a written CAST AS CHAR
+    /// (2) does not give way.
+    NumberText,
     /// A constant read once before the rows with a warning (a string
     /// compared with a number column): args the value, a site number, the
     /// warning's code and message. The first evaluation in the statement
@@ -520,7 +526,7 @@ impl Func {
             // A read of a variable its statement creates has the kind of
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
-            F::WarnOnce | F::OuterMember | F::PerRow | F::Utf8Checked => arg(0),
+            F::WarnOnce | F::OuterMember | F::PerRow | F::Utf8Checked | F::NumberText => arg(0),
             F::BitBytes | F::BinaryLiteral => Kind::Str { collation: None },
             // The collation the strings meet in: a binary string's where it
             // is the most binding.
@@ -1813,7 +1819,9 @@ impl Func {
             F::CharLength => Val::Int(s(0).chars().count() as i64),
             F::Upper => Val::str(s(0).to_uppercase()),
             F::Lower => Val::str(s(0).to_lowercase()),
-            F::Collate(_) | F::OuterMember | F::PerRow | F::BinaryLiteral => v[0].clone(),
+            F::Collate(_) | F::OuterMember | F::PerRow | F::BinaryLiteral | F::NumberText => {
+                v[0].clone()
+            }
             F::Substring => {
                 let chars: Vec<char> = s(0).chars().collect();
                 let n = chars.len() as i64;

@@ -2692,16 +2692,18 @@ impl<'a> Scope<'a> {
                         // bytes stay binary, as MariaDB's result is.
                         if self.kind(e).is_numeric() && !self.is_member(e) {
                             let inner = std::mem::replace(e, Expr::Lit(Val::Null));
-                            *e = Expr::Cast(Box::new(self.fixed_text(inner)), CastTo::Char);
+                            let text = Expr::Cast(Box::new(self.fixed_text(inner)), CastTo::Char);
+                            *e = Expr::Func(Func::NumberText, vec![text]);
                         }
                     }
                     if kind.is_temporal() {
                         let inner = std::mem::replace(e, Expr::Lit(Val::Null));
                         // Its text (a time's with its kind's digits).
-                        *e = match self.fixed_decimals(&inner) {
+                        let text = match self.fixed_decimals(&inner) {
                             Some(d) => Expr::Cast(Box::new(inner), CastTo::FixedChar(d)),
                             None => Expr::Cast(Box::new(inner), CastTo::Char),
                         };
+                        *e = Expr::Func(Func::NumberText, vec![text]);
                     }
                 }
             }
