@@ -144,6 +144,14 @@ pub enum Func {
     /// decides (`IF(c, 0x41, d)` is binary), where a written CAST AS CHAR
     /// (2) does not give way.
     NumberText,
+    /// A comparison's NULL-able number operand after a text column (`b =
+    /// a` of a VARCHAR b and an INT a): args the operand, the column, and
+    /// 1 when the comparison reads the text as a DECIMAL (against an
+    /// integer; else a DOUBLE). The operand's value; when it is NULL, the
+    /// text is read as that number first, for its warning, as MariaDB's
+    /// comparator reads the left operand before it finds the right one
+    /// NULL (DML seed 182: a strict write fails on it).
+    NullAfterText,
     /// A constant read once before the rows with a warning (a string
     /// compared with a number column): args the value, a site number, the
     /// warning's code and message. The first evaluation in the statement
@@ -526,7 +534,12 @@ impl Func {
             // A read of a variable its statement creates has the kind of
             // the value assigned (the third argument, never evaluated).
             F::UserVar => arg(args.len() - 1),
-            F::WarnOnce | F::OuterMember | F::PerRow | F::Utf8Checked | F::NumberText => arg(0),
+            F::WarnOnce
+            | F::OuterMember
+            | F::PerRow
+            | F::Utf8Checked
+            | F::NumberText
+            | F::NullAfterText => arg(0),
             F::BitBytes | F::BinaryLiteral => Kind::Str { collation: None },
             // The collation the strings meet in: a binary string's where it
             // is the most binding.
@@ -1235,6 +1248,12 @@ impl Func {
             }
             // The lowering gives `server_id` as the argument.
             F::UuidShort => Val::UInt(uuid_short(v.first().map_or(1, |x| ctx.num_i64(x)) as u64)),
+            F::NullAfterText => {
+                if let (Val::Null, Val::Str(text)) = (&v[0], &v[1]) {
+                    super::eval::compared_number(text, v[2].truth() == Some(true), ctx);
+                }
+                v[0].clone()
+            }
             _ if null_in && !matches!(self, F::Greatest | F::Least) => Val::Null,
             F::Md5 => {
                 use md5::Digest;

@@ -1532,6 +1532,7 @@ impl<'a> Scope<'a> {
             if !reads_table(left) {
                 l = self.year_constant(&r, l);
             }
+            r = self.null_after_text(&l, r);
         }
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
@@ -2241,6 +2242,37 @@ impl<'a> Scope<'a> {
             | CastTo::FixedDouble(_) => self.member_number(e),
             _ => e,
         }
+    }
+
+    /// `r`, a comparison's right operand, as `Func::NullAfterText` when it
+    /// is a NULL-able number after `l`, a text column of the same table
+    /// (not a join's key: that stays two columns).
+    fn null_after_text(&self, l: &Expr, r: Expr) -> Expr {
+        let Expr::Col(text) = l else {
+            return r;
+        };
+        let integer = match self.kind(&r) {
+            Kind::Int { .. } => true,
+            Kind::Dec { .. } | Kind::Double => false,
+            _ => return r,
+        };
+        // Every column it reads is of the text column's table.
+        let table = self.columns.get(*text).map(|c| &c.table);
+        let mut same_table = !r.is_constant();
+        r.each(&mut |e| {
+            if let Expr::Col(c) = e {
+                same_table &= self.columns.get(*c).map(|c| &c.table) == table;
+            }
+        });
+        let text_column = matches!(self.kind(l), Kind::Str { .. }) && !self.is_member(l);
+        if !text_column || !same_table || self.is_member(&r) || !self.nullable(&r) {
+            return r;
+        }
+        let l = l.clone();
+        Expr::Func(
+            Func::NullAfterText,
+            vec![r, l, Expr::Lit(Val::Int(i64::from(integer)))],
+        )
     }
 
     /// Whether `e` is LEAST or GREATEST of a string's kind.
