@@ -42,8 +42,11 @@ pub enum Func {
     Round,
     Truncate,
     Mod,
-    Greatest,
-    Least,
+    /// GREATEST and LEAST: the collation their strings compare under (the
+    /// one they meet in; None: bytes), utf8mb4_general_ci until the
+    /// lowering has their arguments.
+    Greatest(Option<Collation>),
+    Least(Option<Collation>),
     Now,
     CurDate,
     CurTime,
@@ -276,8 +279,12 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "ROUND" => (F::Round, 1, 2),
         "TRUNCATE" => (F::Truncate, 2, 2),
         "MOD" => (F::Mod, 2, 2),
-        "GREATEST" => (F::Greatest, 2, usize::MAX),
-        "LEAST" => (F::Least, 2, usize::MAX),
+        "GREATEST" => (
+            F::Greatest(Some(Collation::Utf8mb4GeneralCi)),
+            2,
+            usize::MAX,
+        ),
+        "LEAST" => (F::Least(Some(Collation::Utf8mb4GeneralCi)), 2, usize::MAX),
         "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => (F::Now, 0, 1),
         "CURDATE" | "CURRENT_DATE" => (F::CurDate, 0, 0),
         "CURTIME" | "CURRENT_TIME" => (F::CurTime, 0, 1),
@@ -780,7 +787,7 @@ impl Func {
                     _ => Kind::Double,
                 }
             }
-            F::Greatest | F::Least | F::Coalesce => text_merged(
+            F::Greatest(_) | F::Least(_) | F::Coalesce => text_merged(
                 merge_kinds(args.iter().map(|a| scope.kind(a))),
                 args.iter(),
                 scope,
@@ -1008,7 +1015,10 @@ impl Func {
         // These stop at a NULL argument, as MariaDB's (those after it are
         // not evaluated, nor their errors or warnings given); CONCAT_WS
         // and DATE_ADD at a NULL first one.
-        let to_null = matches!(self, F::Greatest | F::Least | F::Concat | F::Log | F::Atan);
+        let to_null = matches!(
+            self,
+            F::Greatest(_) | F::Least(_) | F::Concat | F::Log | F::Atan
+        );
         let first_null = matches!(self, F::ConcatWs | F::DateAdd | F::DateSub);
         for (at, a) in args.iter().enumerate() {
             let x = a.eval(row, ctx)?;
@@ -1254,7 +1264,7 @@ impl Func {
                 }
                 v[0].clone()
             }
-            _ if null_in && !matches!(self, F::Greatest | F::Least) => Val::Null,
+            _ if null_in && !matches!(self, F::Greatest(_) | F::Least(_)) => Val::Null,
             F::Md5 => {
                 use md5::Digest;
                 Val::str(hex_lower(&md5::Md5::digest(bytes(&v[0]))))
@@ -1818,14 +1828,15 @@ impl Func {
                     Err(_) => Val::Null,
                 },
             },
-            F::Greatest | F::Least => {
+            F::Greatest(collation) | F::Least(collation) => {
                 if null_in {
                     return Ok(Val::Null);
                 }
+                let greatest = matches!(self, F::Greatest(_));
                 let mut best = v[0].clone();
                 for x in &v[1..] {
-                    let o = compare(x, &best, Some(Collation::Utf8mb4GeneralCi), ctx);
-                    if (self == F::Greatest && o.is_gt()) || (self == F::Least && o.is_lt()) {
+                    let o = compare(x, &best, collation, ctx);
+                    if (greatest && o.is_gt()) || (!greatest && o.is_lt()) {
                         best = x.clone();
                     }
                 }

@@ -1094,7 +1094,7 @@ impl<'a> Scope<'a> {
                     // bits, and of strings (ENUM and SET too) and numbers
                     // they are DOUBLEs (LEAST('x', 2) is 0, GREATEST(1, s)
                     // 3 of a DOUBLE).
-                    if matches!(f, Func::Greatest | Func::Least)
+                    if matches!(f, Func::Greatest(_) | Func::Least(_))
                         && args.iter().any(|a| self.is_numeric(a))
                     {
                         let members = args.iter().any(|a| self.is_member(a));
@@ -1145,13 +1145,22 @@ impl<'a> Scope<'a> {
                         *condition = self.member_number(c);
                     }
                     let alternatives: Vec<&mut Expr> = match f {
-                        Func::Coalesce | Func::IfNull | Func::Greatest | Func::Least => {
+                        Func::Coalesce | Func::IfNull | Func::Greatest(_) | Func::Least(_) => {
                             args.iter_mut().collect()
                         }
                         Func::If => args.iter_mut().skip(1).collect(),
                         _ => Vec::new(),
                     };
                     self.align_alternatives(alternatives);
+                }
+                // Strings compare in the collation they meet in.
+                if let Expr::Func(Func::Greatest(_) | Func::Least(_), args) = &e {
+                    if let Some(Kind::Str { collation }) = eval::shared_text_kind(args.iter(), self)
+                    {
+                        if let Expr::Func(Func::Greatest(c) | Func::Least(c), _) = &mut e {
+                            *c = collation;
+                        }
+                    }
                 }
                 e
             }
@@ -2277,7 +2286,7 @@ impl<'a> Scope<'a> {
 
     /// Whether `e` is LEAST or GREATEST of a string's kind.
     fn is_text_min_max(&self, e: &Expr) -> bool {
-        matches!(e, Expr::Func(Func::Least | Func::Greatest, _))
+        matches!(e, Expr::Func(Func::Least(_) | Func::Greatest(_), _))
             && matches!(self.kind(e), Kind::Str { .. })
     }
 
@@ -2298,7 +2307,7 @@ impl<'a> Scope<'a> {
             &e,
             Expr::Case(..)
                 | Expr::Func(
-                    Func::If | Func::IfNull | Func::Coalesce | Func::Greatest | Func::Least,
+                    Func::If | Func::IfNull | Func::Coalesce | Func::Greatest(_) | Func::Least(_),
                     _
                 )
         );
@@ -3008,8 +3017,8 @@ impl Scope<'_> {
                 | Func::Mod
                 | Func::IfNull
                 | Func::Coalesce
-                | Func::Greatest
-                | Func::Least => fixed(most(args)),
+                | Func::Greatest(_)
+                | Func::Least(_) => fixed(most(args)),
                 Func::If => fixed(most(args.get(1..).unwrap_or_default())),
                 Func::NullIf => args.first().map_or(by_kind, |a| self.decimals(a)),
                 Func::Round | Func::Truncate => match args.get(1) {
