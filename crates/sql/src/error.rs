@@ -63,6 +63,29 @@ impl SqlError {
     }
 }
 
+/// Bytes 1300's message shows from the first that is not UTF-8 (MariaDB's).
+const INVALID_UTF8_SHOWN_BYTES_MAX: usize = 3;
+
+impl SqlError {
+    /// 1300 for `bytes` that are not utf8mb4 (from `at`, the first bad
+    /// byte): "Invalid utf8mb4 character string: 'FF4243'", the bytes in
+    /// hex, as MariaDB names a statement's text or a binary literal that
+    /// must become text.
+    pub fn invalid_utf8mb4(bytes: &[u8], at: usize) -> SqlError {
+        let bad: String = bytes
+            .get(at..)
+            .unwrap_or_default()
+            .iter()
+            .take(INVALID_UTF8_SHOWN_BYTES_MAX)
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        SqlError::new(
+            codes::INVALID_CHARACTER_STRING,
+            format!("Invalid utf8mb4 character string: '{bad}'"),
+        )
+    }
+}
+
 /// Characters of the statement a syntax error quotes (MySQL's 80).
 pub const SYNTAX_NEAR_CHARS_MAX: usize = 80;
 

@@ -954,8 +954,6 @@ impl<'a, S: Read + Write> Connection<'a, S> {
 
 /// ER_NET_PACKETS_OUT_OF_ORDER.
 const NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
-/// ER_INVALID_CHARACTER_STRING.
-const INVALID_CHARACTER_STRING: u16 = 1300;
 /// ER_PS_MANY_PARAM.
 const PS_MANY_PARAM: u16 = 1390;
 /// ER_MAX_PREPARED_STMT_COUNT_REACHED.
@@ -996,18 +994,8 @@ fn bad_handshake(detail: &str) -> SqlError {
 /// Statement text and names are UTF-8 (`utf8mb4`); other bytes are
 /// refused, not guessed at.
 fn utf8(bytes: &[u8]) -> Result<&str, SqlError> {
-    std::str::from_utf8(bytes).map_err(|error| {
-        let at = error.valid_up_to();
-        let bad: String = bytes[at..]
-            .iter()
-            .take(3)
-            .map(|b| format!("{b:02X}"))
-            .collect();
-        SqlError::new(
-            INVALID_CHARACTER_STRING,
-            format!("Invalid utf8mb4 character string: '{bad}'"),
-        )
-    })
+    std::str::from_utf8(bytes)
+        .map_err(|error| SqlError::invalid_utf8mb4(bytes, error.valid_up_to()))
 }
 
 /// Statement text whose only bytes that are not UTF-8 are inside string
@@ -1931,7 +1919,7 @@ mod tests {
                 Some(codes::UNKNOWN_COM),
                 Some(codes::MALFORMED_PACKET),
                 Some(codes::UNKNOWN_STMT_HANDLER),
-                Some(INVALID_CHARACTER_STRING),
+                Some(codes::INVALID_CHARACTER_STRING),
                 None,
             ]
         );
