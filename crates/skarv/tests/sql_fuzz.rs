@@ -250,10 +250,58 @@ fn mutated_statements_get_answers_and_never_drop_the_connection() {
             fuzz.query_drop("USE fuzz").ok();
         }
     }
+    deepest_statements_get_answers(&mut fuzz);
     let one: Option<u64> = sentinel.query_first("SELECT 1").unwrap();
     assert_eq!(one, Some(1));
     assert!(
         answered > count / 20 && errors > count / 4,
         "{answered} answered, {errors} errors: the mutations reach both outcomes"
     );
+}
+
+/// Expressions nested as deep as the parser takes them, in every clause
+/// that lowers one, as text and prepared: each gets an answer. Lowering
+/// recurses once per level with large frames, and before it grew its
+/// stack, `IF` nested 20 deep overflowed a connection's stack, which
+/// aborts the SQL node for every client.
+fn deepest_statements_get_answers(conn: &mut Conn) {
+    const FORMS: [&str; 5] = [
+        "IF(1, {}, 'b')",
+        "CONCAT({}, 'b')",
+        "CASE WHEN 1 THEN {} ELSE 'b' END",
+        "COALESCE({}, 'b')",
+        "({} + 1)",
+    ];
+    const CLAUSES: [&str; 4] = [
+        "SELECT {} AS x",
+        "SELECT id FROM t WHERE {} = 'a'",
+        "UPDATE t SET b = {} WHERE id = 99",
+        "INSERT INTO u VALUES (99, LENGTH({}))",
+    ];
+    for form in FORMS {
+        let nested =
+            |depth: usize| (0..depth).fold("'a'".to_owned(), |inner, _| form.replace("{}", &inner));
+        let mut deepest = 0;
+        for depth in (10..=60).step_by(10) {
+            for clause in CLAUSES {
+                let statement = clause.replace("{}", &nested(depth));
+                for prepared in [false, true] {
+                    let result = if prepared {
+                        conn.prep(&statement).map(|_| ())
+                    } else {
+                        conn.query_drop(&statement)
+                    };
+                    match result {
+                        Ok(()) => deepest = deepest.max(depth),
+                        Err(mysql::Error::MySqlError(_)) => {}
+                        Err(e) => panic!(
+                            "{form} nested {depth} deep lost the connection: {e}\n{statement}"
+                        ),
+                    }
+                }
+            }
+        }
+        assert!(deepest >= 40, "{form} answered only to {deepest} deep");
+    }
+    conn.query_drop("DELETE FROM u WHERE id = 99").unwrap();
 }

@@ -53,10 +53,13 @@ pub const CONNECTION_POOL_CPUS_MAX: usize = 4;
 pub const SESSIONS_RESERVED: usize = 64;
 /// Stack of a connection thread, in bytes. Parsing, planning and executing
 /// recurse over the statement; the parser at its deepest (it stops at a
-/// nesting depth of 50) fits in 96 KiB (measured with the test below), and
-/// the rest leaves room for the planner and executors over the same tree.
-/// Pages never touched cost nothing.
-pub const CONNECTION_STACK_BYTES: usize = 1 << 20;
+/// nesting depth of 50) fits in 96 KiB (measured with the test below), but
+/// sqlparser's span of that tree and an unoptimised build's lowering take
+/// far more (1 MiB overflowed at `IF` nested 20 deep, aborting the SQL
+/// node: `expr::tests::the_deepest_expressions_fit_a_connection_stack`),
+/// so a thread gets Linux's default 8 MiB, and lowering grows its own
+/// stack besides. Pages never touched cost nothing.
+pub const CONNECTION_STACK_BYTES: usize = 8 << 20;
 /// Stack of a thread that turns a client away, in bytes.
 pub const REFUSAL_STACK_BYTES: usize = 128 << 10;
 /// Clients being turned away at once; past it one is closed unanswered.

@@ -409,17 +409,11 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
         | Expr::Between(..)
         | Expr::Like(..) => Kind::Int { unsigned: false },
         Expr::Case(_, whens, otherwise) => {
-            let results = || {
-                whens
-                    .iter()
-                    .map(|(_, r)| r)
-                    .chain(otherwise.iter().map(|o| &**o))
-            };
-            text_merged(
-                merge_kinds(results().map(|r| kind(r, scope))),
-                results(),
-                scope,
-            )
+            let results = whens
+                .iter()
+                .map(|(_, r)| r)
+                .chain(otherwise.iter().map(|o| &**o));
+            alternatives_kind(results, scope)
         }
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
@@ -548,17 +542,24 @@ pub fn least_coercible(
     best.map(|(_, collation)| collation)
 }
 
-/// `merged`, the kind alternatives share ([`merge_kinds`]), with the
-/// collation their strings meet in when it is a string.
-pub fn text_merged<'e>(
-    merged: Kind,
+/// The kind alternatives share ([`merge_kinds`]: IF's, CASE's,
+/// COALESCE's), a string's in the collation they meet in
+/// ([`least_coercible`]). Each alternative's kind is computed once, so
+/// nested alternatives cost what their size does.
+pub fn alternatives_kind<'e>(
     alternatives: impl Iterator<Item = &'e Expr>,
     scope: &Scope<'_>,
 ) -> Kind {
-    match merged {
-        Kind::Str { .. } => shared_text_kind(alternatives, scope).unwrap_or(merged),
-        other => other,
+    let parts: Vec<(&Expr, Kind)> = alternatives.map(|e| (e, kind(e, scope))).collect();
+    let merged = merge_kinds(parts.iter().map(|(_, k)| *k));
+    if !matches!(merged, Kind::Str { .. }) {
+        return merged;
     }
+    let strings = parts.iter().filter_map(|(e, k)| match k {
+        Kind::Str { collation } => Some((text_coercibility(e, scope), *collation)),
+        _ => None,
+    });
+    least_coercible(strings).map_or(merged, |collation| Kind::Str { collation })
 }
 
 /// The kind several alternatives' values share (CASE, IF, COALESCE).

@@ -3,7 +3,7 @@
 use schema::Collation;
 
 use super::eval::{
-    calendar_datetime, compare, fuzzy_datetime, merge_kinds, text_merged, to_datetime, Ctx,
+    alternatives_kind, calendar_datetime, compare, fuzzy_datetime, to_datetime, Ctx,
 };
 use super::value::{
     self, datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
@@ -598,8 +598,8 @@ impl Func {
                 (Kind::Str { .. }, None) => Kind::Time { fsp: 6 },
                 _ => Kind::Time { fsp: 0 },
             },
-            F::Elt => match merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))) {
-                k @ Kind::Str { .. } => text_merged(k, args.iter().skip(1), scope),
+            F::Elt => match alternatives_kind(args.iter().skip(1), scope) {
+                k @ Kind::Str { .. } => k,
                 _ => text_kind(),
             },
             F::Insert => match arg(0) {
@@ -787,21 +787,9 @@ impl Func {
                     _ => Kind::Double,
                 }
             }
-            F::Greatest(_) | F::Least(_) | F::Coalesce => text_merged(
-                merge_kinds(args.iter().map(|a| scope.kind(a))),
-                args.iter(),
-                scope,
-            ),
-            F::IfNull => text_merged(
-                merge_kinds([arg(0), arg(1)].into_iter()),
-                args.iter(),
-                scope,
-            ),
-            F::If => text_merged(
-                merge_kinds([arg(1), arg(2)].into_iter()),
-                args.iter().skip(1),
-                scope,
-            ),
+            F::Greatest(_) | F::Least(_) | F::Coalesce => alternatives_kind(args.iter(), scope),
+            F::IfNull => alternatives_kind(args.iter().take(2), scope),
+            F::If => alternatives_kind(args.iter().skip(1).take(2), scope),
             F::NullIf => arg(0),
             F::Now | F::UtcTimestamp => Kind::DateTime { fsp: fsp_arg(args) },
             F::CurDate | F::Date => Kind::Date,

@@ -34,6 +34,13 @@ pub const IN_LIST_ITEMS_MAX: usize = 65_536;
 /// Deepest nesting of an expression lowered (bounds the recursion).
 pub const EXPR_DEPTH_MAX: usize = 128;
 
+/// Stack that must be left for one more level of lowering, in bytes;
+/// with less, it goes on a new segment of [`LOWER_STACK_SEGMENT_BYTES`].
+const LOWER_STACK_RED_ZONE_BYTES: usize = 256 << 10;
+
+/// A new stack segment for lowering, in bytes (freed when it returns).
+const LOWER_STACK_SEGMENT_BYTES: usize = 2 << 20;
+
 /// What an expression's values are, for coercion and result metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -596,7 +603,14 @@ impl<'a> Scope<'a> {
                 "expressions nested deeper than {EXPR_DEPTH_MAX}"
             )));
         }
-        let lowered = self.lower_inner(e);
+        // A level's frames are large (tens of KiB unoptimised): where less
+        // than one level's worth of the thread's stack is left, the rest
+        // of the expression lowers on a new segment.
+        let lowered = stacker::maybe_grow(
+            LOWER_STACK_RED_ZONE_BYTES,
+            LOWER_STACK_SEGMENT_BYTES,
+            || self.lower_inner(e),
+        );
         self.depth -= 1;
         lowered
     }

@@ -612,3 +612,108 @@ fn seeded_rand_is_mysqls_sequence_and_pi_shows_six_decimals() {
     let (_, meta) = lower_select("PI()").unwrap();
     assert_eq!((meta.ty, meta.decimals), (ColumnType::Double, 6));
 }
+
+/// Every expression the parser accepts, nested as deep as it takes them,
+/// is lowered, typed and evaluated on a thread with a quarter of a
+/// connection's stack: lowering, whose frames are largest, grows its
+/// stack where it runs short, so a statement is answered (or refused with
+/// an error), never the SQL node's stack overflowed (which aborts the
+/// process for every client; `IF` nested 20 deep did, unoptimised).
+#[test]
+fn the_deepest_expressions_fit_a_connection_stack() {
+    let forms = [
+        "IF(1, {}, 'b')",
+        "CONCAT({}, 'b')",
+        "CASE WHEN 1 THEN {} ELSE 'b' END",
+        "COALESCE({}, 'b')",
+        "GREATEST({}, 'b')",
+        "({} + 1)",
+        "NOT ({})",
+        "UPPER({})",
+    ];
+    let outcome = std::thread::Builder::new()
+        .stack_size(crate::server::CONNECTION_STACK_BYTES)
+        .spawn(move || {
+            let mut deepest = Vec::new();
+            for form in forms {
+                let nested = |depth: usize| {
+                    (0..depth).fold("'a'".to_owned(), |inner, _| form.replace("{}", &inner))
+                };
+                let depth = (1..200)
+                    .take_while(|&d| crate::engine::parse(&format!("SELECT {}", nested(d))).is_ok())
+                    .last()
+                    .unwrap_or(0);
+                // Answered or refused; either way the thread lives. The
+                // item is named from the statement's text, as a session
+                // names it (not from the tree's deep `Display`).
+                let _ = lower_and_eval(&format!("SELECT {}", nested(depth)));
+                deepest.push((form, depth));
+            }
+            deepest
+        })
+        .unwrap()
+        .join()
+        .expect("the deepest expressions fit the connection stack");
+    for (form, depth) in outcome {
+        assert!(depth >= 20, "{form} nests only {depth} deep");
+    }
+}
+
+/// A SELECT's one item lowered, named from `sql`, typed and evaluated,
+/// as a session does (the deepest-expression test).
+fn lower_and_eval(sql: &str) -> SqlResult<Val> {
+    let statements = crate::engine::parse(sql)?;
+    let Statement::Query(q) = &statements[0] else {
+        panic!("a query")
+    };
+    let SetExpr::Select(s) = &*q.body else {
+        panic!("a select")
+    };
+    let SelectItem::UnnamedExpr(e) = &s.projection[0] else {
+        panic!("an expression")
+    };
+    let var = |name: &str, _: bool| -> SqlResult<Val> { Ok(Val::str(name.to_owned())) };
+    let user = |_: &str| Val::Null;
+    let mut scope = Scope::new(Vec::new(), &[], &var, &user);
+    let lowered = scope.lower(e)?;
+    let _ = scope.meta(&lowered, &super::item_name(e, sql));
+    let env = Env::default();
+    let mut ctx = Ctx::new(&[], &env);
+    lowered.eval(&[], &mut ctx)
+}
+
+/// Lowering grows its own stack where the thread's runs short: the
+/// deepest `IF` the parser takes lowers on a thread of 64 KiB, which one
+/// level's frames fill in an unoptimised build.
+#[test]
+fn lowering_grows_its_own_stack() {
+    let nested =
+        |depth: usize| (0..depth).fold("'a'".to_owned(), |inner, _| format!("IF(1, {inner}, 'b')"));
+    let depth = (1..200)
+        .take_while(|&d| crate::engine::parse(&format!("SELECT {}", nested(d))).is_ok())
+        .last()
+        .unwrap_or(0);
+    assert!(depth >= 20, "IF nests only {depth} deep");
+    let statements = crate::engine::parse(&format!("SELECT {}", nested(depth))).unwrap();
+    let lowered = std::thread::Builder::new()
+        .stack_size(64 << 10)
+        .spawn(move || {
+            let Statement::Query(q) = &statements[0] else {
+                panic!("a query")
+            };
+            let SetExpr::Select(s) = &*q.body else {
+                panic!("a select")
+            };
+            let SelectItem::UnnamedExpr(e) = &s.projection[0] else {
+                panic!("an expression")
+            };
+            let var = |name: &str, _: bool| -> SqlResult<Val> { Ok(Val::str(name.to_owned())) };
+            let user = |_: &str| Val::Null;
+            let mut scope = Scope::new(Vec::new(), &[], &var, &user);
+            scope.lower(e).is_ok()
+        })
+        .unwrap()
+        .join()
+        .expect("lowering fits a small stack");
+    assert!(lowered);
+}
