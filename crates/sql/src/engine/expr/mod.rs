@@ -784,24 +784,7 @@ impl<'a> Scope<'a> {
                 let numbers = items.iter().filter(|i| self.is_numeric(i)).count();
                 if is_number_literal(expr) && numbers > 0 && numbers < items.len() {
                     let number = bit_literal_number(x.clone());
-                    let eqs = items
-                        .into_iter()
-                        .map(|i| {
-                            let x = if self.is_numeric(&i) {
-                                number.clone()
-                            } else {
-                                x.clone()
-                            };
-                            let c = self.collation_of(&x, &i);
-                            Expr::Cmp(CmpOp::Eq, Box::new(x), Box::new(i), c)
-                        })
-                        .collect();
-                    let any = balanced(eqs, false);
-                    return Ok(if *negated {
-                        Expr::Not(Box::new(any))
-                    } else {
-                        any
-                    });
+                    return Ok(self.in_item_by_item(&x, &number, items, *negated));
                 }
                 if is_number_literal(expr) && numbers > 0 {
                     x = bit_literal_number(x);
@@ -829,24 +812,8 @@ impl<'a> Scope<'a> {
                     // An ENUM or SET against numbers and strings: each item
                     // compared in its own type, as MariaDB's IN compares
                     // them (`s IN ('x', 3)`).
-                    let eqs = items
-                        .into_iter()
-                        .map(|i| {
-                            let x = if self.is_numeric(&i) {
-                                self.member_number(x.clone())
-                            } else {
-                                x.clone()
-                            };
-                            let c = self.collation_of(&x, &i);
-                            Expr::Cmp(CmpOp::Eq, Box::new(x), Box::new(i), c)
-                        })
-                        .collect();
-                    let any = balanced(eqs, false);
-                    return Ok(if *negated {
-                        Expr::Not(Box::new(any))
-                    } else {
-                        any
-                    });
+                    let number = self.member_number(x.clone());
+                    return Ok(self.in_item_by_item(&x, &number, items, *negated));
                 }
                 let c = items.first().and_then(|i| self.collation_of(&x, i));
                 let parts: Vec<&Expr> = std::iter::once(&x).chain(&items).collect();
@@ -2355,6 +2322,25 @@ impl<'a> Scope<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `x IN (items)` as one equality per item, each in its item's type:
+    /// `number` (x as a number) against a number, `x` against the rest.
+    fn in_item_by_item(&self, x: &Expr, number: &Expr, items: Vec<Expr>, negated: bool) -> Expr {
+        let eqs = items
+            .into_iter()
+            .map(|i| {
+                let x = if self.is_numeric(&i) { number } else { x }.clone();
+                let c = self.collation_of(&x, &i);
+                Expr::Cmp(CmpOp::Eq, Box::new(x), Box::new(i), c)
+            })
+            .collect();
+        let any = balanced(eqs, false);
+        if negated {
+            Expr::Not(Box::new(any))
+        } else {
+            any
+        }
     }
 
     /// Whether `e`'s values are strings.

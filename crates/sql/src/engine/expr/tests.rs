@@ -9,8 +9,8 @@ use super::{Scope, Val};
 use crate::error::{SqlError, SqlResult};
 use crate::value::{flags, ColumnMeta, ColumnType};
 
-fn lower_select(sql: &str) -> SqlResult<(super::Expr, ColumnMeta)> {
-    let statements = crate::engine::parse(&format!("SELECT {sql}"))?;
+/// The one item of a parsed `SELECT item`.
+fn select_item(statements: &[Statement]) -> &sqlparser::ast::Expr {
     let Statement::Query(q) = &statements[0] else {
         panic!("a query")
     };
@@ -20,12 +20,29 @@ fn lower_select(sql: &str) -> SqlResult<(super::Expr, ColumnMeta)> {
     let SelectItem::UnnamedExpr(e) = &s.projection[0] else {
         panic!("an expression")
     };
+    e
+}
+
+/// `f` of a scope of no columns, whose variables are their names.
+fn with_scope<R>(f: impl FnOnce(&mut Scope<'_>) -> R) -> R {
     let var = |name: &str, _: bool| -> SqlResult<Val> { Ok(Val::str(name.to_owned())) };
     let user = |_: &str| Val::Null;
     let mut scope = Scope::new(Vec::new(), &[], &var, &user);
-    let lowered = scope.lower(e)?;
-    let meta = scope.meta(&lowered, &super::item_name(e, ""));
-    Ok((lowered, meta))
+    f(&mut scope)
+}
+
+/// `SELECT item` lowered and named from `sql` (empty: from the tree).
+fn lowered_item(statements: &[Statement], sql: &str) -> SqlResult<(super::Expr, ColumnMeta)> {
+    let e = select_item(statements);
+    with_scope(|scope| {
+        let lowered = scope.lower(e)?;
+        let meta = scope.meta(&lowered, &super::item_name(e, sql));
+        Ok((lowered, meta))
+    })
+}
+
+fn lower_select(sql: &str) -> SqlResult<(super::Expr, ColumnMeta)> {
+    lowered_item(&crate::engine::parse(&format!("SELECT {sql}"))?, "")
 }
 
 fn eval(sql: &str) -> SqlResult<(String, Vec<(u16, String)>)> {
@@ -662,21 +679,7 @@ fn the_deepest_expressions_fit_a_connection_stack() {
 /// A SELECT's one item lowered, named from `sql`, typed and evaluated,
 /// as a session does (the deepest-expression test).
 fn lower_and_eval(sql: &str) -> SqlResult<Val> {
-    let statements = crate::engine::parse(sql)?;
-    let Statement::Query(q) = &statements[0] else {
-        panic!("a query")
-    };
-    let SetExpr::Select(s) = &*q.body else {
-        panic!("a select")
-    };
-    let SelectItem::UnnamedExpr(e) = &s.projection[0] else {
-        panic!("an expression")
-    };
-    let var = |name: &str, _: bool| -> SqlResult<Val> { Ok(Val::str(name.to_owned())) };
-    let user = |_: &str| Val::Null;
-    let mut scope = Scope::new(Vec::new(), &[], &var, &user);
-    let lowered = scope.lower(e)?;
-    let _ = scope.meta(&lowered, &super::item_name(e, sql));
+    let (lowered, _) = lowered_item(&crate::engine::parse(sql)?, sql)?;
     let env = Env::default();
     let mut ctx = Ctx::new(&[], &env);
     lowered.eval(&[], &mut ctx)
@@ -697,21 +700,7 @@ fn lowering_grows_its_own_stack() {
     let statements = crate::engine::parse(&format!("SELECT {}", nested(depth))).unwrap();
     let lowered = std::thread::Builder::new()
         .stack_size(64 << 10)
-        .spawn(move || {
-            let Statement::Query(q) = &statements[0] else {
-                panic!("a query")
-            };
-            let SetExpr::Select(s) = &*q.body else {
-                panic!("a select")
-            };
-            let SelectItem::UnnamedExpr(e) = &s.projection[0] else {
-                panic!("an expression")
-            };
-            let var = |name: &str, _: bool| -> SqlResult<Val> { Ok(Val::str(name.to_owned())) };
-            let user = |_: &str| Val::Null;
-            let mut scope = Scope::new(Vec::new(), &[], &var, &user);
-            scope.lower(e).is_ok()
-        })
+        .spawn(move || with_scope(|scope| scope.lower(select_item(&statements)).is_ok()))
         .unwrap()
         .join()
         .expect("lowering fits a small stack");
