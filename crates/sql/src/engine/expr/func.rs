@@ -147,6 +147,11 @@ pub enum Func {
     /// decides (`IF(c, 0x41, d)` is binary), where a written CAST AS CHAR
     /// (2) does not give way.
     NumberText,
+    /// A binary string argument of a function that counts or cuts
+    /// characters (`reads_characters`): its one argument, whose bytes the
+    /// function reads as its characters, UTF-8 or not (`LOCATE('a',
+    /// X'C38961')` is 3, as MariaDB's).
+    Bytes,
     /// A comparison's NULL-able number operand after a text column (`b =
     /// a` of a VARCHAR b and an INT a): args the operand, the column, and
     /// 1 when the comparison reads the text as a DECIMAL (against an
@@ -546,6 +551,7 @@ impl Func {
             | F::PerRow
             | F::Utf8Checked
             | F::NumberText
+            | F::Bytes
             | F::NullAfterText => arg(0),
             F::BitBytes | F::BinaryLiteral => Kind::Str { collation: None },
             // The collation the strings meet in: a binary string's where it
@@ -1021,9 +1027,12 @@ impl Func {
         // written back as the byte it was. Through text they became
         // U+FFFD. A binary string that is valid UTF-8 is still read by
         // its characters.
+        // A binary string's bytes are its characters even where they
+        // are UTF-8: the lowering marks it `Func::Bytes`.
         if self.reads_characters()
-            && v.iter()
-                .any(|x| matches!(x, Val::Str(b) if std::str::from_utf8(b).is_err()))
+            && (args.iter().any(|a| matches!(a, Expr::Func(F::Bytes, _)))
+                || v.iter()
+                    .any(|x| matches!(x, Val::Str(b) if std::str::from_utf8(b).is_err())))
         {
             if matches!(self, F::Upper | F::Lower) {
                 return Ok(v.swap_remove(0));
@@ -1044,7 +1053,7 @@ impl Func {
     }
 
     /// The string functions that count or cut characters (see `eval`).
-    fn reads_characters(self) -> bool {
+    pub(crate) fn reads_characters(self) -> bool {
         use Func as F;
         matches!(
             self,
@@ -1837,9 +1846,12 @@ impl Func {
             F::CharLength => Val::Int(s(0).chars().count() as i64),
             F::Upper => Val::str(s(0).to_uppercase()),
             F::Lower => Val::str(s(0).to_lowercase()),
-            F::Collate(_) | F::OuterMember | F::PerRow | F::BinaryLiteral | F::NumberText => {
-                v[0].clone()
-            }
+            F::Collate(_)
+            | F::OuterMember
+            | F::PerRow
+            | F::BinaryLiteral
+            | F::NumberText
+            | F::Bytes => v[0].clone(),
             F::Substring => {
                 let chars: Vec<char> = s(0).chars().collect();
                 let n = chars.len() as i64;

@@ -1001,7 +1001,12 @@ impl<'a> Scope<'a> {
                 if let Some(f) = substring_for {
                     args.push(self.lower(f)?);
                 }
-                Expr::Func(Func::Substring, args)
+                self.binary_read_as_bytes(Expr::Func(Func::Substring, args))
+            }
+            // `POSITION(substr IN str)`: LOCATE(substr, str).
+            E::Position { expr, r#in } => {
+                let args = vec![self.lower(expr)?, self.lower(r#in)?];
+                self.binary_read_as_bytes(Expr::Func(Func::Locate, args))
             }
             E::Trim {
                 trim_where,
@@ -1018,7 +1023,7 @@ impl<'a> Scope<'a> {
                 if let Some(w) = trim_what {
                     args.push(self.lower(w)?);
                 }
-                Expr::Func(func, args)
+                self.binary_read_as_bytes(Expr::Func(func, args))
             }
             E::Ceil { expr, .. } => {
                 let x = self.lower(expr)?;
@@ -1159,6 +1164,7 @@ impl<'a> Scope<'a> {
                         self.binary_literals_as_text(&parts, collation)?;
                     }
                 }
+                let mut e = self.binary_read_as_bytes(e);
                 // Strings compare in the collation they meet in.
                 if let Expr::Func(Func::Greatest(_) | Func::Least(_), args) = &e {
                     if let Some(Kind::Str { collation }) = eval::shared_text_kind(args.iter(), self)
@@ -2341,6 +2347,24 @@ impl<'a> Scope<'a> {
         } else {
             any
         }
+    }
+
+    /// A function that counts or cuts characters (`Func::reads_characters`)
+    /// given a binary string: that argument marked `Func::Bytes`, so that
+    /// its bytes are the characters, UTF-8 or not, as MariaDB reads a
+    /// binary string. Any other expression as it is.
+    fn binary_read_as_bytes(&self, mut e: Expr) -> Expr {
+        if let Expr::Func(f, args) = &mut e {
+            let binary = || {
+                args.iter()
+                    .position(|a| matches!(self.kind(a), Kind::Str { collation: None }))
+            };
+            if let (true, Some(at)) = (f.reads_characters(), binary()) {
+                let inner = std::mem::replace(&mut args[at], Expr::Lit(Val::Null));
+                args[at] = Expr::Func(Func::Bytes, vec![inner]);
+            }
+        }
+        e
     }
 
     /// Whether `e`'s values are strings.
