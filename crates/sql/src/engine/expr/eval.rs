@@ -468,7 +468,7 @@ const COERCIBILITY_LITERAL: u8 = 4;
 /// size does (a function of numbers among them counts as a literal).
 /// A number or a date the lowering made text among strings
 /// (`Func::NumberText`) counts as the number it is (5).
-fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
+pub fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
     use super::Func as F;
     let least = |parts: &mut dyn Iterator<Item = &Expr>| {
         parts

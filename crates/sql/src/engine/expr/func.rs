@@ -153,13 +153,13 @@ pub enum Func {
     /// X'C38961')` is 3, as MariaDB's).
     Bytes,
     /// A comparison's NULL-able number operand after a text column (`b =
-    /// a` of a VARCHAR b and an INT a): args the operand, the column, and
-    /// 1 when the comparison reads the text as a DECIMAL (against an
+    /// a` of a VARCHAR b and an INT a): args the operand and the column;
+    /// true when the comparison reads the text as a DECIMAL (against an
     /// integer; else a DOUBLE). The operand's value; when it is NULL, the
     /// text is read as that number first, for its warning, as MariaDB's
     /// comparator reads the left operand before it finds the right one
     /// NULL (DML seed 182: a strict write fails on it).
-    NullAfterText,
+    NullAfterText(bool),
     /// A constant read once before the rows with a warning (a string
     /// compared with a number column): args the value, a site number, the
     /// warning's code and message. The first evaluation in the statement
@@ -201,7 +201,10 @@ pub enum Func {
     RegexpReplace,
     Format,
     Conv,
-    Strcmp,
+    /// STRCMP: the collation its two strings compare under (the one they
+    /// meet in; None: bytes), utf8mb4_general_ci until the lowering has
+    /// its arguments.
+    Strcmp(Option<Collation>),
     Char,
     TimeToSec,
     SecToTime,
@@ -436,7 +439,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
             args.extend([Expr::Lit(Val::Int(10)), Expr::Lit(Val::Int(8))]);
             return Ok(Expr::Func(F::Conv, args));
         }
-        "STRCMP" => (F::Strcmp, 2, 2),
+        "STRCMP" => (F::Strcmp(Some(Collation::Utf8mb4GeneralCi)), 2, 2),
         "CHAR" => (F::Char, 1, usize::MAX),
         "TIME_TO_SEC" => (F::TimeToSec, 1, 1),
         "SEC_TO_TIME" => (F::SecToTime, 1, 1),
@@ -552,7 +555,7 @@ impl Func {
             | F::Utf8Checked
             | F::NumberText
             | F::Bytes
-            | F::NullAfterText => arg(0),
+            | F::NullAfterText(_) => arg(0),
             F::BitBytes | F::BinaryLiteral => Kind::Str { collation: None },
             // The collation the strings meet in: a binary string's where it
             // is the most binding.
@@ -694,7 +697,7 @@ impl Func {
             | F::ToDays
             | F::TimestampDiff
             | F::RegexpLike
-            | F::Strcmp
+            | F::Strcmp(_)
             | F::TimeToSec
             | F::Week => Kind::Int { unsigned: false },
             F::Repeat | F::SubstringIndex | F::Reverse => match arg(0) {
@@ -1255,9 +1258,9 @@ impl Func {
             }
             // The lowering gives `server_id` as the argument.
             F::UuidShort => Val::UInt(uuid_short(v.first().map_or(1, |x| ctx.num_i64(x)) as u64)),
-            F::NullAfterText => {
+            F::NullAfterText(integer) => {
                 if let (Val::Null, Val::Str(text)) = (&v[0], &v[1]) {
-                    super::eval::compared_number(text, v[2].truth() == Some(true), ctx);
+                    super::eval::compared_number(text, integer, ctx);
                 }
                 v[0].clone()
             }
@@ -1462,14 +1465,12 @@ impl Func {
             }
             // Its arguments as strings, whatever they are (a date against
             // 'grape ' compares its text, not as dates; numbers too).
-            F::Strcmp if null_in => Val::Null,
-            // The collation the two meet in is the third argument's
-            // ([`strcmp_collation`]): bytes against a binary string.
-            F::Strcmp => Val::Int(
+            F::Strcmp(_) if null_in => Val::Null,
+            F::Strcmp(collation) => Val::Int(
                 match compare(
                     &Val::str(v[0].to_text()),
                     &Val::str(v[1].to_text()),
-                    strcmp_collation(v.get(2)),
+                    collation,
                     ctx,
                 ) {
                     std::cmp::Ordering::Less => -1,
@@ -3658,27 +3659,6 @@ pub fn bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
         },
         other => of_double(ctx.num_f64(other)),
     }
-}
-
-/// STRCMP's collation as its lowering passes it, a third argument: 0
-/// bytes (a binary string among the two), 1 utf8mb4_bin, else (none
-/// given) utf8mb4_general_ci.
-pub(crate) fn strcmp_collation(code: Option<&Val>) -> Option<Collation> {
-    match code {
-        Some(Val::Int(0)) => None,
-        Some(Val::Int(1)) => Some(Collation::Utf8mb4Bin),
-        _ => Some(Collation::Utf8mb4GeneralCi),
-    }
-}
-
-/// The third argument that makes STRCMP compare under `collation`
-/// ([`strcmp_collation`]).
-pub(crate) fn strcmp_collation_code(collation: Option<Collation>) -> Val {
-    Val::Int(match collation {
-        None => 0,
-        Some(Collation::Utf8mb4Bin) => 1,
-        Some(Collation::Utf8mb4GeneralCi) => 2,
-    })
 }
 
 /// Longest text of bytes a warning 1300 shows, "..." included (MariaDB's

@@ -628,7 +628,7 @@ impl<'a> Scope<'a> {
         let ka = self.kind(a);
         let kb = self.kind(b);
         if let (Kind::Str { collation: ca }, Kind::Str { collation: cb }) = (ka, kb) {
-            match eval::coercibility(a, self).cmp(&eval::coercibility(b, self)) {
+            match eval::text_coercibility(a, self).cmp(&eval::text_coercibility(b, self)) {
                 std::cmp::Ordering::Less => return ca,
                 std::cmp::Ordering::Greater => return cb,
                 std::cmp::Ordering::Equal => {}
@@ -1165,10 +1165,10 @@ impl<'a> Scope<'a> {
                     }
                 }
                 let mut e = self.binary_read_as_bytes(e);
-                // Strings compare in the collation they meet in.
-                if let Expr::Func(Func::Greatest(_) | Func::Least(_), args) = &e {
-                    if let Some(Kind::Str { collation }) = eval::shared_text_kind(args.iter(), self)
-                    {
+                // Strings compare in the collation they meet in: the one
+                // their kind has.
+                if let Expr::Func(Func::Greatest(_) | Func::Least(_), _) = &e {
+                    if let Kind::Str { collation } = self.kind(&e) {
                         if let Expr::Func(Func::Greatest(c) | Func::Least(c), _) = &mut e {
                             *c = collation;
                         }
@@ -2007,9 +2007,7 @@ impl<'a> Scope<'a> {
             // Two strings compare in the collation they meet in (a binary
             // string's bytes: STRCMP('É', X'7A') is 1).
             ("STRCMP", [a, b]) => {
-                let code = func::strcmp_collation_code(self.collation_of(a, b));
-                lowered.push(Expr::Lit(code));
-                return Ok(Expr::Func(Func::Strcmp, lowered));
+                return Ok(Expr::Func(Func::Strcmp(self.collation_of(a, b)), lowered));
             }
             // A binary string's characters are its bytes.
             ("CHAR_LENGTH" | "CHARACTER_LENGTH", [arg])
@@ -2297,11 +2295,7 @@ impl<'a> Scope<'a> {
         if !text_column || !same_table || self.is_member(&r) || !self.nullable(&r) {
             return r;
         }
-        let l = l.clone();
-        Expr::Func(
-            Func::NullAfterText,
-            vec![r, l, Expr::Lit(Val::Int(i64::from(integer)))],
-        )
+        Expr::Func(Func::NullAfterText(integer), vec![r, l.clone()])
     }
 
     /// 1300 for a binary literal among `parts` that is not UTF-8 where
