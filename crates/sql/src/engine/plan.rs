@@ -414,7 +414,9 @@ fn time_texts_read(e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
     };
     match e {
         Expr::Cmp(op, a, b, c) => Expr::Cmp(*op, Box::new(read(a)), Box::new(read(b)), *c),
-        Expr::In(a, list, neg, c) => Expr::In(a.clone(), list.iter().map(read).collect(), *neg, *c),
+        Expr::In(a, list, neg, c, from) => {
+            Expr::In(a.clone(), list.iter().map(read).collect(), *neg, *c, *from)
+        }
         Expr::Between(a, lo, hi, neg, c) => {
             Expr::Between(a.clone(), Box::new(read(lo)), Box::new(read(hi)), *neg, *c)
         }
@@ -554,7 +556,7 @@ fn fold_disjuncts(
     // An IN list of strings against a number column is read once, as
     // MariaDB's IN reads such a list when it is set up: its warnings are
     // the planning's, never a row's (a strict write only warns).
-    if let (true, Some(integer), Expr::In(x, list, negated, c)) =
+    if let (true, Some(integer), Expr::In(x, list, negated, c, from)) =
         (numbers, number_in_texts(table, e), e)
     {
         let before = ctx.warnings.len();
@@ -563,7 +565,13 @@ fn fold_disjuncts(
             .map(|i| text_as_number(i, integer, ctx))
             .collect();
         planned_since(ctx, before);
-        return Ok(Folded::Expr(Expr::In(x.clone(), items, *negated, *c)));
+        return Ok(Folded::Expr(Expr::In(
+            x.clone(),
+            items,
+            *negated,
+            *c,
+            *from,
+        )));
     }
     // A BETWEEN's string bounds likewise, each with its warning at the
     // first row compared (a key's range reads them silently: `silent`).
@@ -1222,7 +1230,7 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
                 CmpOp::Ne => {}
             }
         }
-        Expr::In(x, list, false, _) => {
+        Expr::In(x, list, false, ..) => {
             let Expr::Col(col) = **x else { return Ok(()) };
             if !list.iter().all(|x| silent(x).is_constant()) {
                 return Ok(());
@@ -1448,7 +1456,7 @@ fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Fi
                 _ => None,
             }
         }
-        Expr::In(x, list, false, coll) if list.len() <= KEY_READS_MAX => {
+        Expr::In(x, list, false, coll, _) if list.len() <= KEY_READS_MAX => {
             let mut any = Vec::with_capacity(list.len());
             for item in list {
                 let eq = Expr::Cmp(CmpOp::Eq, x.clone(), Box::new(item.clone()), *coll);

@@ -2008,7 +2008,7 @@ fn lower_targets(
         scope.clause = "WHERE";
         let cond = selection
             .map(|w| {
-                let lowered = scope.lower_condition(w)?;
+                let lowered = scope.lower_write_condition(w)?;
                 let c = fold_same_column(scope, lowered, false);
                 Ok::<_, SqlError>(table_subquery_conjuncts_per_row(w, c))
             })

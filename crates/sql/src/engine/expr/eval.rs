@@ -810,18 +810,37 @@ impl Expr {
                 let is = a.truth_of(row, ctx)? == Some(*want);
                 Val::Int(i64::from(is != *negated))
             }
-            Expr::In(a, list, negated, coll) => {
+            Expr::In(a, list, negated, coll, from) => {
                 let x = a.eval(row, ctx)?;
                 if x.is_null() {
                     return Ok(Val::Null);
                 }
                 let mut saw_null = false;
                 let mut found = false;
+                // The warnings of the comparisons (not of the items).
+                let mut compared: Vec<(u16, String)> = Vec::new();
                 for item in list {
                     let y = item.eval(row, ctx)?;
                     if y.is_null() {
                         saw_null = true;
-                    } else if compare(&x, &y, *coll, ctx) == Ordering::Equal {
+                        continue;
+                    }
+                    let before = ctx.warnings.len();
+                    let equal = compare(&x, &y, *coll, ctx) == Ordering::Equal;
+                    if *from == super::InList::Written && ctx.warnings.len() > before {
+                        // One comparator per type reads `x` once: the same
+                        // conversion warns once.
+                        let mut at = before;
+                        while at < ctx.warnings.len() {
+                            if compared.contains(&ctx.warnings[at]) {
+                                ctx.warnings.remove(at);
+                            } else {
+                                compared.push(ctx.warnings[at].clone());
+                                at += 1;
+                            }
+                        }
+                    }
+                    if equal {
                         found = true;
                         break;
                     }

@@ -278,8 +278,9 @@ pub enum Expr {
     IsNull(Box<Expr>, bool),
     /// `IS [NOT] TRUE/FALSE`: the value tested, negated.
     IsBool(Box<Expr>, bool, bool),
-    /// `[NOT] IN (list)`.
-    In(Box<Expr>, Vec<Expr>, bool, Option<Collation>),
+    /// `[NOT] IN (list)`: the value, the list, negated, the collation the
+    /// two compare in, and where the list came from.
+    In(Box<Expr>, Vec<Expr>, bool, Option<Collation>, InList),
     /// `[NOT] BETWEEN low AND high`.
     Between(Box<Expr>, Box<Expr>, Box<Expr>, bool, Option<Collation>),
     /// `[NOT] LIKE pattern [ESCAPE c]`.
@@ -293,6 +294,20 @@ pub enum Expr {
     /// A correlated subquery, run for each row that evaluates it
     /// (`exec/correlated.rs`).
     Sub(Box<SubQuery>),
+}
+
+/// Where an IN's list came from, which decides how often MariaDB reads
+/// the value it tests against the items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InList {
+    /// Written (`x IN (1, 'a', c)`): MariaDB reads `x` once per
+    /// comparison type (one comparator each), so a conversion's warning
+    /// comes once per evaluation, not once per item.
+    Written,
+    /// A subquery's rows (`x IN (SELECT …)`), compared row by row as
+    /// MariaDB's IN-to-EXISTS compares them: a conversion warns at every
+    /// row, a NULL row's too (`Func::NullAfterText` marks those).
+    SubqueryRows,
 }
 
 /// A correlated subquery: its text, the outer columns it may name, and
@@ -730,17 +745,17 @@ impl<'a> Scope<'a> {
                     Expr::Func(Func::BitNot, vec![self.member_number(x)])
                 }
                 ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
-                    Expr::Not(Box::new(self.lower_condition(expr)?))
+                    Expr::Not(Box::new(self.operand_condition(expr)?))
                 }
                 other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
             },
             E::BinaryOp { left, op, right } => self.binary(left, op, right)?,
             E::IsNull(x) => Expr::IsNull(self.boxed(x)?, false),
             E::IsNotNull(x) => Expr::IsNull(self.boxed(x)?, true),
-            E::IsTrue(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), true, false),
-            E::IsNotTrue(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), true, true),
-            E::IsFalse(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), false, false),
-            E::IsNotFalse(x) => Expr::IsBool(Box::new(self.lower_condition(x)?), false, true),
+            E::IsTrue(x) => Expr::IsBool(Box::new(self.operand_condition(x)?), true, false),
+            E::IsNotTrue(x) => Expr::IsBool(Box::new(self.operand_condition(x)?), true, true),
+            E::IsFalse(x) => Expr::IsBool(Box::new(self.operand_condition(x)?), false, false),
+            E::IsNotFalse(x) => Expr::IsBool(Box::new(self.operand_condition(x)?), false, true),
             E::IsUnknown(x) => Expr::IsNull(self.boxed(x)?, false),
             E::IsNotUnknown(x) => Expr::IsNull(self.boxed(x)?, true),
             E::IsNotDistinctFrom(a, b) => {
@@ -820,7 +835,7 @@ impl<'a> Scope<'a> {
                 if parts.iter().all(|p| self.is_text(p)) {
                     self.binary_literals_as_text(&parts, c)?;
                 }
-                Expr::In(Box::new(x), items, *negated, c)
+                Expr::In(Box::new(x), items, *negated, c, InList::Written)
             }
             E::Between {
                 expr,
@@ -900,7 +915,7 @@ impl<'a> Scope<'a> {
                 for w in conditions {
                     let condition = match operand {
                         Some(_) => self.lower(&w.condition)?,
-                        None => self.lower_condition(&w.condition)?,
+                        None => self.operand_condition(&w.condition)?,
                     };
                     whens.push((condition, self.lower(&w.result)?));
                 }
@@ -1799,13 +1814,38 @@ impl<'a> Scope<'a> {
             {
                 x = self.member_number(x);
             }
-            let list: Vec<Expr> = m
+            let mut list: Vec<Expr> = m
                 .rows
                 .iter()
                 .map(|r| Expr::Lit(r.first().cloned().unwrap_or(Val::Null)))
                 .collect();
             let coll = self.collation_of(&x, &list[0]);
-            return Ok(Expr::In(Box::new(x), list, negated, coll));
+            // A text column against a NULL row of numbers is still read as
+            // a number (its warning), as MariaDB's comparator reads the
+            // left operand first.
+            let integer = match m.kinds.first() {
+                Some(Kind::Int { .. }) => Some(true),
+                Some(Kind::Dec { .. } | Kind::Double) => Some(false),
+                _ => None,
+            };
+            if let (Some(integer), Expr::Col(_), Kind::Str { .. }) = (integer, &x, self.kind(&x)) {
+                for item in list
+                    .iter_mut()
+                    .filter(|i| matches!(i, Expr::Lit(Val::Null)))
+                {
+                    *item = Expr::Func(
+                        Func::NullAfterText(integer),
+                        vec![Expr::Lit(Val::Null), x.clone()],
+                    );
+                }
+            }
+            return Ok(Expr::In(
+                Box::new(x),
+                list,
+                negated,
+                coll,
+                InList::SubqueryRows,
+            ));
         };
         let xs = items
             .iter()
@@ -2132,39 +2172,39 @@ impl<'a> Scope<'a> {
         }
     }
 
-    /// Lowers a condition (of WHERE, ON, AND, OR, NOT, IS TRUE, IF, a
-    /// CASE's WHEN): see [`Scope::condition`].
+    /// Lowers the condition of a WHERE or an ON: see [`Scope::condition`].
     ///
-    /// An `x IN (SELECT y FROM …)` conjunct of it (or `NOT (x NOT IN …)`),
-    /// whose subquery has no GROUP BY, HAVING nor aggregate, is a
-    /// semi-join to MariaDB, whose equality reads an ENUM or SET `x` as
-    /// its number; elsewhere (an IN under OR or NOT, or of such a
-    /// subquery) MariaDB's materialised IN reads it as its text.
+    /// The `x IN (SELECT y FROM …)` that are its conjuncts once NOT is
+    /// pushed down (De Morgan's laws, as MariaDB's parser applies them:
+    /// `NOT (a NOT IN (…) OR b)` is `a IN (…) AND NOT b`), whose subquery
+    /// has no GROUP BY, HAVING nor aggregate, are semi-joins to MariaDB,
+    /// whose equality reads an ENUM or SET `x` as its number. Elsewhere (an
+    /// IN under OR, IS TRUE, CASE, or of such a subquery) MariaDB's
+    /// materialised IN reads it as its text.
     pub fn lower_condition(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
-        let mut conjuncts = Vec::new();
-        split_and(e, &mut conjuncts);
-        let found = conjuncts
-            .into_iter()
-            .filter_map(positive_in)
-            .filter(|c| {
-                matches!(c, ast::Expr::In {
-                    target: ast::InTarget::Subquery(q),
-                    ..
-                } if matches!(q.body.as_ref(), ast::SetExpr::Select(s)
-                    if !s.from.is_empty()
-                        && s.having.is_none()
-                        && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
-                        && !crate::engine::exec::cte::has_aggregate(s)))
-            })
-            .map(|c| c as *const ast::Expr as usize)
-            .collect::<Vec<_>>();
-        // A condition inside this one (NOT's operand) keeps this one's
-        // semi-joins.
-        let outer = self.semi_join_ins.clone();
-        self.semi_join_ins.extend(found);
+        // A condition inside another (an ON inside a WHERE's subquery
+        // scope) keeps the outer one's semi-joins.
+        let outer = self.semi_join_ins.len();
+        semi_join_ins(e, false, &mut self.semi_join_ins);
         let lowered = self.lower(e);
-        self.semi_join_ins = outer;
+        self.semi_join_ins.truncate(outer);
         Ok(self.condition(e, lowered?))
+    }
+
+    /// Lowers the WHERE of a single-table UPDATE or DELETE: as
+    /// [`Scope::lower_condition`] but with no semi-join, as in MariaDB
+    /// 10.11, which makes them only for SELECT and multi-table statements
+    /// (an ENUM `e IN (SELECT int …)` compares its text there).
+    pub fn lower_write_condition(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
+        self.operand_condition(e)
+    }
+
+    /// Lowers the operand of NOT, IS TRUE or a CASE's WHEN as a truth
+    /// value: see [`Scope::condition`]. It makes no semi-join of its own
+    /// (one that NOT pushed down is already marked).
+    fn operand_condition(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
+        let lowered = self.lower(e)?;
+        Ok(self.condition(e, lowered))
     }
 
     /// `e` (written `written`) as a truth value: a bit-value or 0x
@@ -3751,7 +3791,9 @@ impl Expr {
             Expr::And(x, y) => Expr::And(b(x), b(y)),
             Expr::Or(x, y) => Expr::Or(b(x), b(y)),
             Expr::Xor(x, y) => Expr::Xor(b(x), b(y)),
-            Expr::In(x, l, n, c) => Expr::In(b(x), l.iter().map(|i| *b(i)).collect(), *n, *c),
+            Expr::In(x, l, n, c, from) => {
+                Expr::In(b(x), l.iter().map(|i| *b(i)).collect(), *n, *c, *from)
+            }
             Expr::Between(x, l, h, n, c) => Expr::Between(b(x), b(l), b(h), *n, *c),
             Expr::Like(x, p, esc, n, c) => Expr::Like(b(x), b(p), *esc, *n, *c),
             Expr::Case(o, w, el) => Expr::Case(
@@ -4151,22 +4193,39 @@ fn query_reads_table(q: &ast::Query) -> bool {
 #[cfg(test)]
 mod tests;
 
-/// The IN a WHERE conjunct is to MariaDB's optimizer: itself when it is
-/// `x IN (…)`, the inner one of `NOT (x NOT IN (…))` (the same test in a
-/// condition, which MariaDB rewrites so).
-fn positive_in(c: &ast::Expr) -> Option<&ast::Expr> {
-    match c {
-        ast::Expr::In { negated: false, .. } => Some(c),
+/// Adds to `out` the addresses of the `x IN (SELECT …)` that are
+/// conjuncts of `e` (of `NOT e` when `negated`) once NOT is pushed down by
+/// De Morgan's laws, as MariaDB's parser does (`negate_expression`:
+/// `NOT (a OR b)` is `NOT a AND NOT b`, `NOT NOT a` is `a`, `NOT (x NOT IN
+/// (…))` is `x IN (…)`), whose subquery MariaDB makes a semi-join (one
+/// table read, no GROUP BY, HAVING nor aggregate).
+fn semi_join_ins(e: &ast::Expr, negated: bool, out: &mut Vec<usize>) {
+    use ast::BinaryOperator::{And, Or};
+    match e {
+        ast::Expr::Nested(x) => semi_join_ins(x, negated, out),
         ast::Expr::UnaryOp {
-            op: ast::UnaryOperator::Not,
+            op: ast::UnaryOperator::Not | ast::UnaryOperator::BangNot,
             expr,
-        } => {
-            let mut inner = &**expr;
-            while let ast::Expr::Nested(x) = inner {
-                inner = x;
-            }
-            matches!(inner, ast::Expr::In { negated: true, .. }).then_some(inner)
+        } => semi_join_ins(expr, !negated, out),
+        ast::Expr::BinaryOp { left, op, right }
+            if (*op == And && !negated) || (*op == Or && negated) =>
+        {
+            semi_join_ins(left, negated, out);
+            semi_join_ins(right, negated, out);
         }
-        _ => None,
+        ast::Expr::In {
+            target: ast::InTarget::Subquery(q),
+            negated: not_in,
+            ..
+        } if *not_in == negated
+            && matches!(q.body.as_ref(), ast::SetExpr::Select(s)
+                if !s.from.is_empty()
+                    && s.having.is_none()
+                    && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+                    && !crate::engine::exec::cte::has_aggregate(s)) =>
+        {
+            out.push(e as *const ast::Expr as usize);
+        }
+        _ => {}
     }
 }
