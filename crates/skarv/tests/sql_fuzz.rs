@@ -113,6 +113,10 @@ fn the_dialect_reads_the_suite_as_mysql_does() {
         if sql.to_ascii_uppercase().contains(" XOR ") {
             continue;
         }
+        // MariaDB's prefix `!` is read here and not by `MySqlDialect`.
+        if sql.replace("!=", "").contains('!') {
+            continue;
+        }
         let ours = Parser::parse_sql(&sql::engine::dialect::SkarvDialect, sql);
         let theirs = Parser::parse_sql(&MySqlDialect {}, sql);
         match (&ours, &theirs) {

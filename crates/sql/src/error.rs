@@ -126,6 +126,9 @@ pub mod codes {
     pub const MULTIPLE_PRI_KEY: u16 = 1068;
     pub const TOO_LONG_KEY: u16 = 1071;
     pub const NET_PACKET_TOO_LARGE: u16 = 1153;
+    /// `INSERT DELAYED` of a table whose engine has no delayed inserts
+    /// (MariaDB's answer for InnoDB and NDB alike).
+    pub const DELAYED_NOT_SUPPORTED: u16 = 1616;
     pub const TOO_MANY_ROWS: u16 = 1172;
     /// "No data - zero rows fetched, selected, or processed" (a warning
     /// of `SELECT … INTO` that found no row).

@@ -12,7 +12,8 @@
 //! One precedence differs from `MySqlDialect`'s, which gives the logical
 //! `XOR` the rank of PostgreSQL's bitwise `#`, above the comparisons, so
 //! that `a < b XOR c` read as `a < (b XOR c)`: MariaDB ranks `XOR` between
-//! `AND` and `OR` ([`XOR_PRECEDENCE`]).
+//! `AND` and `OR` ([`XOR_PRECEDENCE`]). And MariaDB's prefix `!` (NOT of
+//! the highest rank), which `MySqlDialect` does not read, is read here.
 //!
 //! Everything else is `MySqlDialect`'s: each method `MySqlDialect`
 //! overrides is forwarded, and [`Dialect::dialect`] answers its type, so
@@ -34,6 +35,10 @@ use sqlparser::tokenizer::Token;
 /// MariaDB's grammar (`%left OR_SYM OR2_SYM`, `%left XOR`, `%left AND_SYM
 /// AND_AND_SYM`), so that `a < b XOR c < d` is `(a < b) XOR (c < d)`.
 pub const XOR_PRECEDENCE: u8 = 7;
+
+/// The rank `!`'s operand is read at: above every binary operator
+/// (MySQL's `*` is 40, `::` 50), so that `!1 + 1` is `(!1) + 1`.
+const BANG_NOT_PRECEDENCE: u8 = 60;
 
 /// MariaDB's dialect (see the module doc).
 #[derive(Debug, Default, Clone, Copy)]
@@ -61,6 +66,20 @@ impl Dialect for SkarvDialect {
             | Token::SingleQuotedString(_)
             | Token::DoubleQuotedString(_)
             | Token::HexStringLiteral(_) => Some(parser.parse_value().map(Expr::Value)),
+            // MariaDB's `!`: NOT binding tighter than any operator (`!a = b`
+            // is `(NOT a) = b`), where the parser's `!` (when a dialect
+            // has it) has NOT's low rank.
+            Token::ExclamationMark => {
+                parser.next_token();
+                Some(
+                    parser
+                        .parse_subexpr(BANG_NOT_PRECEDENCE)
+                        .map(|expr| Expr::UnaryOp {
+                            op: sqlparser::ast::UnaryOperator::BangNot,
+                            expr: Box::new(expr),
+                        }),
+                )
+            }
             _ => None,
         }
     }
@@ -157,6 +176,42 @@ impl Dialect for SkarvDialect {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bang_is_not_of_the_highest_rank() {
+        use sqlparser::ast::{BinaryOperator as B, UnaryOperator as U};
+        let parsed = Parser::parse_sql(&SkarvDialect, "SELECT !a = b * !c").expect("parses");
+        let Statement::Query(q) = &parsed[0] else {
+            panic!("not a query");
+        };
+        let sqlparser::ast::SetExpr::Select(s) = q.body.as_ref() else {
+            panic!("not a SELECT");
+        };
+        let sqlparser::ast::SelectItem::UnnamedExpr(e) = &s.projection[0] else {
+            panic!("not an expression");
+        };
+        // (!a) = (b * (!c))
+        let Expr::BinaryOp {
+            left,
+            op: B::Eq,
+            right,
+        } = e
+        else {
+            panic!("{e:?}");
+        };
+        assert!(
+            matches!(&**left, Expr::UnaryOp { op: U::BangNot, expr } if matches!(&**expr, Expr::Identifier(_)))
+        );
+        let Expr::BinaryOp {
+            right: c,
+            op: B::Multiply,
+            ..
+        } = &**right
+        else {
+            panic!("{right:?}");
+        };
+        assert!(matches!(&**c, Expr::UnaryOp { op: U::BangNot, .. }));
+    }
 
     #[test]
     fn literals_are_values_at_once() {

@@ -1278,6 +1278,17 @@ fn compound_interval_unit(word: &str) -> Option<(&'static str, &'static str)> {
         .map(|(_, lead, last)| (*lead, *last))
 }
 
+/// The comment hint `DELETE IGNORE` is mended to (see [`mend_words`]): a
+/// prefix the parser keeps apart from a user's `/*+ … */` hints.
+pub const DELETE_IGNORE_HINT: &str = "skarv+IGNORE";
+
+/// Whether a DELETE was written `DELETE IGNORE` ([`DELETE_IGNORE_HINT`]).
+pub fn delete_ignore(del: &sqlparser::ast::Delete) -> bool {
+    del.optimizer_hints
+        .iter()
+        .any(|h| Some((h.prefix.as_str(), h.text.as_str())) == DELETE_IGNORE_HINT.split_once('+'))
+}
+
 /// Words MariaDB reads otherwise than the parser's MySQL dialect, mended
 /// in place before the statement is parsed (here and in `engine::parse`):
 ///
@@ -1289,8 +1300,13 @@ fn compound_interval_unit(word: &str) -> Option<(&'static str, &'static str)> {
 ///   which the parser takes only as `DOUBLE(M,D)`.
 /// - `NUMERIC[(p[,s])] UNSIGNED` (or ZEROFILL) is `DECIMAL…`, which
 ///   the parser takes UNSIGNED after (its NUMERIC it does not).
-/// - `UPDATE IGNORE` becomes `UPDATE OR IGNORE`, which the parser takes
-///   (as SQLite's conflict clause) where it would read IGNORE as the table.
+/// - `UPDATE [LOW_PRIORITY] IGNORE` becomes `UPDATE OR IGNORE`, which the
+///   parser takes (as SQLite's conflict clause) where it would read IGNORE
+///   as the table.
+/// - `DELETE [LOW_PRIORITY] [QUICK] [IGNORE]` loses its modifiers, which the
+///   parser would read as the tables of a multi-table DELETE; IGNORE
+///   becomes the comment hint `/*skarv+IGNORE*/` ([`DELETE_IGNORE_HINT`]),
+///   which the parser keeps in the statement's optimizer hints.
 /// - MySQL's compound INTERVAL units (`HOUR_MINUTE`) become the
 ///   standard's `HOUR TO MINUTE` ([`compound_interval_unit`]).
 /// - `a MOD b`, MySQL's operator form of `%`, becomes `a % b`: a MOD
@@ -1369,6 +1385,13 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
                 }
             }
             Keyword::UPDATE => {
+                // LOW_PRIORITY only matters to table-locking engines.
+                if let Some(low) = next_significant(tokens, at + 1).filter(|&p| {
+                    matches!(&tokens[p].token, Token::Word(w) if w.keyword == Keyword::LOW_PRIORITY
+                        && w.quote_style.is_none())
+                }) {
+                    tokens.drain(at + 1..=low);
+                }
                 let ignore = next_significant(tokens, at + 1).filter(|&p| {
                     matches!(&tokens[p].token, Token::Word(w) if w.keyword == Keyword::IGNORE
                         && w.quote_style.is_none())
@@ -1383,6 +1406,37 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
                         span: tokens[ignore].span,
                     };
                     tokens.splice(ignore..ignore, [or, space]);
+                }
+            }
+            Keyword::DELETE => {
+                let mut ignore = false;
+                let mut last = at;
+                while let Some(p) = next_significant(tokens, last + 1) {
+                    let Token::Word(w) = &tokens[p].token else {
+                        break;
+                    };
+                    if w.quote_style.is_some() {
+                        break;
+                    }
+                    match w.keyword {
+                        Keyword::LOW_PRIORITY => {}
+                        Keyword::IGNORE => ignore = true,
+                        _ if w.value.eq_ignore_ascii_case("QUICK") => {}
+                        _ => break,
+                    }
+                    last = p;
+                }
+                if last > at {
+                    let span = tokens[at].span;
+                    let hint = ignore.then(|| {
+                        TokenWithSpan::new(
+                            Token::Whitespace(sqlparser::tokenizer::Whitespace::MultiLineComment(
+                                DELETE_IGNORE_HINT.into(),
+                            )),
+                            span,
+                        )
+                    });
+                    tokens.splice(at + 1..=last, hint);
                 }
             }
             Keyword::DOUBLE => {
@@ -2343,6 +2397,48 @@ pub fn kill(conn: &mut Conn<'_>, id: u64, query_only: bool) -> SqlResult<Answere
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statement_modifiers_are_mended() {
+        use sqlparser::ast::{SqliteOnConflict, Statement};
+        let one = |sql: &str| crate::engine::parse(sql).expect("parses").remove(0);
+        for sql in [
+            "DELETE IGNORE FROM t WHERE a = 1",
+            "delete low_priority quick ignore from t",
+            "DELETE QUICK IGNORE t FROM t",
+        ] {
+            let Statement::Delete(del) = one(sql) else {
+                panic!("{sql}: not a DELETE");
+            };
+            assert!(delete_ignore(&del), "{sql}");
+            assert!(del.tables.len() <= 1, "{sql}: {:?}", del.tables);
+        }
+        for sql in [
+            "DELETE LOW_PRIORITY FROM t",
+            "DELETE QUICK FROM t",
+            "DELETE FROM t",
+        ] {
+            let Statement::Delete(del) = one(sql) else {
+                panic!("{sql}: not a DELETE");
+            };
+            assert!(!delete_ignore(&del) && del.tables.is_empty(), "{sql}");
+        }
+        // A user's hint is not IGNORE.
+        let Statement::Delete(del) = one("DELETE /*+ IGNORE */ FROM t") else {
+            panic!("not a DELETE");
+        };
+        assert!(!delete_ignore(&del));
+        for (sql, ignore) in [
+            ("UPDATE LOW_PRIORITY t SET a = 1", false),
+            ("UPDATE LOW_PRIORITY IGNORE t SET a = 1", true),
+        ] {
+            let Statement::Update(up) = one(sql) else {
+                panic!("{sql}: not an UPDATE");
+            };
+            assert_eq!(up.table.relation.to_string(), "t", "{sql}");
+            assert_eq!(up.or == Some(SqliteOnConflict::Ignore), ignore, "{sql}");
+        }
+    }
 
     #[test]
     fn the_prefetch_default_is_the_catalogs() {

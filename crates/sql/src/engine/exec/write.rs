@@ -60,6 +60,12 @@ fn insert(
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
     let table = crate::engine::alter_copy::wait_writable(conn, table_of(conn, name)?)?;
+    if ins.priority == Some(ast::MysqlInsertPriority::Delayed) {
+        return Err(SqlError::new(
+            codes::DELAYED_NOT_SUPPORTED,
+            format!("DELAYED option not supported for table '{}'", table.name),
+        ));
+    }
     // Subqueries of VALUES (which may not read the table written: 1093)
     // and of ON DUPLICATE KEY UPDATE run first, once; INSERT … SELECT's
     // run with its query.
@@ -2739,6 +2745,40 @@ fn with_per_row<'s, R>(
     }
 }
 
+/// The one table a DELETE removes rows of: `DELETE FROM t …`, or the
+/// multi-table form naming that table alone (`DELETE t FROM t WHERE …`,
+/// which MariaDB runs as the single-table DELETE). Others are refused.
+fn delete_target(del: &ast::Delete) -> SqlResult<&ast::TableWithJoins> {
+    let from = match &del.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    let single = match (del.tables.as_slice(), from.as_slice()) {
+        ([], [_]) => true,
+        ([named], [only]) => {
+            // Compared by their parts' values, from the table's name up:
+            // `t` names `db.t`.
+            let parts = |n: &ast::ObjectName| -> Vec<String> {
+                n.0.iter()
+                    .rev()
+                    .map(|p| {
+                        p.as_ident()
+                            .map_or_else(|| p.to_string(), |i| i.value.clone())
+                    })
+                    .collect()
+            };
+            only.joins.is_empty()
+                && matches!(&only.relation, ast::TableFactor::Table { name, alias: None, .. }
+                    if parts(named).iter().zip(parts(name)).all(|(a, b)| a.eq_ignore_ascii_case(&b))
+                        && parts(named).len() <= parts(name).len())
+        }
+        _ => false,
+    };
+    match from.as_slice() {
+        [only] if single && del.using.is_none() => Ok(only),
+        _ => Err(SqlError::unsupported("multi-table DELETE")),
+    }
+}
+
 fn single_table(from: &ast::TableWithJoins) -> SqlResult<&ast::ObjectName> {
     if !from.joins.is_empty() {
         return Err(SqlError::unsupported("multi-table UPDATE and DELETE"));
@@ -2988,14 +3028,10 @@ fn delete(
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
-    let from = match &del.from {
-        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
-    };
-    if !del.tables.is_empty() || from.len() != 1 || del.using.is_some() {
-        return Err(SqlError::unsupported("multi-table DELETE"));
-    }
-    let table =
-        crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&from[0])?)?)?;
+    let table = crate::engine::alter_copy::wait_writable(
+        conn,
+        table_of(conn, single_table(delete_target(del)?)?)?,
+    )?;
     super::subquery::prepare(conn, del, 0, placeholders, Some(params), Some(&table))?;
     let columns = table_scope(&table, &table.name);
     super::correlated::plan(conn, &del.selection, 0, &columns, &[], placeholders)?;
@@ -3011,11 +3047,14 @@ fn delete(
     let per_row = targets.has_sub();
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
-    let strict = conn.session.sql_mode_strict();
+    // DELETE IGNORE: the WHERE's errors are warnings.
+    let ignore = crate::engine::session::delete_ignore(del);
+    let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
     ctx.strict = strict;
+    ctx.ignore = ignore;
     let evaluated = match fetch_targets(&tx, &table, &mut targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
         Ok((rows, limit, ..)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
@@ -3141,13 +3180,7 @@ pub fn explain(
             (table, "UPDATE", targets, assignments)
         }
         Statement::Delete(del) => {
-            let from = match &del.from {
-                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
-            };
-            if !del.tables.is_empty() || from.len() != 1 || del.using.is_some() {
-                return Err(SqlError::unsupported("multi-table DELETE"));
-            }
-            let table = table_of(conn, single_table(&from[0])?)?;
+            let table = table_of(conn, single_table(delete_target(del)?)?)?;
             super::subquery::prepare(conn, del, 0, &[], Some(params), Some(&table))?;
             let columns = table_scope(&table, &table.name);
             super::correlated::plan(conn, &del.selection, 0, &columns, &[], &[])?;
