@@ -225,7 +225,6 @@ pub mod codes {
     pub const TOO_LONG_IDENT: u16 = 1059;
     pub const ILLEGAL_VALUE_FOR_TYPE: u16 = 1367;
     pub const DERIVED_MUST_HAVE_ALIAS: u16 = 1248;
-    pub const UPDATE_TABLE_USED: u16 = 1093;
     pub const WRONG_OBJECT: u16 = 1347;
     pub const VIEW_WRONG_LIST: u16 = 1353;
     /// LOAD DATA: a row with fewer fields than columns.

@@ -138,13 +138,6 @@ fn subqueries_over_a_sandbox() {
         "{key_reqs} key batches (derived)"
     );
 
-    // MySQL's 1093: a subquery may not read the table an UPDATE changes.
-    let e = try_q(
-        &mut conn,
-        "UPDATE o SET k = 0 WHERE id = (SELECT MAX(id) FROM o)",
-    )
-    .expect_err("1093");
-    assert_eq!(e.code, 1093, "{e}");
     // A correlated subquery the rewrite does not take runs per outer row,
     // once per distinct outer value (the statement's per-row cache): g's
     // 1,000 rows hold `GROUPS` values of `grp`, so `GROUPS` key reads of i.
@@ -254,19 +247,23 @@ fn subqueries_over_a_sandbox() {
     let sum: usize = (0..100).map(|x| 7 * (x % GROUPS)).sum();
     let rows = q(&mut conn, "SELECT SUM(grp) FROM g WHERE id < 100");
     assert_eq!(rows, vec![vec![sum.to_string()]]);
-    // DELETE too; MySQL's 1093 stays.
+    // DELETE too.
     q(
         &mut conn,
         "DELETE FROM g WHERE id < 100 AND (SELECT v FROM i WHERE i.id = 10000 + g.grp / 7) > 70",
     );
     let rows = q(&mut conn, "SELECT COUNT(*) FROM g WHERE id < 100");
     assert_eq!(rows, vec![vec!["55".to_owned()]]);
+    // The table written may be read (MariaDB 10.3+, not MySQL: 1093): the
+    // last row's NOT NULL grp would take NULL, 1048, and nothing is written.
+    let before = q(&mut conn, "SELECT SUM(grp), COUNT(*) FROM g");
     let e = try_q(
         &mut conn,
         "UPDATE g SET grp = (SELECT MAX(x.grp) FROM g x WHERE x.id = g.id + 1)",
     )
-    .expect_err("1093");
-    assert_eq!(e.code, 1093, "{e}");
+    .expect_err("1048");
+    assert_eq!(e.code, 1048, "{e}");
+    assert_eq!(q(&mut conn, "SELECT SUM(grp), COUNT(*) FROM g"), before);
     // EXPLAIN UPDATE shows the subquery's plan.
     let plan = q(
         &mut conn,
@@ -385,4 +382,55 @@ fn subqueries_over_a_sandbox() {
         .map(|x| vec![SqlValue::Int(x), SqlValue::Int(x + 11)])
         .collect();
     assert_eq!(sink.rows, want);
+
+    // A subquery may read the table its UPDATE, DELETE or one-row INSERT
+    // writes (MariaDB 10.3+; MySQL's 1093), and reads it as it was before
+    // the statement, as MariaDB's does; an INSERT of several rows refuses
+    // one, since MariaDB reads it again for each row (where it can see the
+    // rows written before).
+    q(&mut conn, "CREATE TABLE w (id INT PRIMARY KEY, v INT)");
+    q(&mut conn, "INSERT INTO w VALUES (1, 1), (2, 2), (3, 3)");
+    q(
+        &mut conn,
+        "UPDATE w SET v = (SELECT SUM(x.v) FROM w AS x WHERE x.id < w.id) ORDER BY id",
+    );
+    let rows = |pairs: &[(&str, &str)]| -> Vec<Vec<String>> {
+        pairs
+            .iter()
+            .map(|(a, b)| vec![a.to_string(), b.to_string()])
+            .collect()
+    };
+    let all = "SELECT id, v FROM w ORDER BY id";
+    assert_eq!(
+        q(&mut conn, all),
+        rows(&[("1", "NULL"), ("2", "1"), ("3", "3")])
+    );
+    q(&mut conn, "DELETE FROM w WHERE v < (SELECT MAX(v) FROM w)");
+    q(
+        &mut conn,
+        "INSERT INTO w VALUES (4, (SELECT MAX(x.id) FROM w AS x))",
+    );
+    q(
+        &mut conn,
+        "INSERT INTO w VALUES (4, 0) ON DUPLICATE KEY UPDATE v = (SELECT COUNT(*) FROM w)",
+    );
+    assert_eq!(
+        q(&mut conn, all),
+        rows(&[("1", "NULL"), ("3", "3"), ("4", "3")])
+    );
+    let refused = try_q(
+        &mut conn,
+        "INSERT INTO w VALUES (5, 0), (6, (SELECT COUNT(*) FROM w))",
+    )
+    .expect_err("several rows reading the table written");
+    assert_eq!(refused.code, 1105, "{}", refused.message);
+    assert!(
+        refused.message.contains("several rows"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(
+        q(&mut conn, "SELECT COUNT(*) FROM w"),
+        vec![vec!["3".to_owned()]]
+    );
 }

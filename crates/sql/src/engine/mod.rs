@@ -475,6 +475,7 @@ impl<'s> Conn<'s> {
         // (and the slow log).
         let mut counting = status::CountingSink::new(sink);
         self.session.assigning = assigns_user_vars(text);
+        self.session.ignoring = session::ignores_errors(statement);
         let result = self.run_inner(statement, params, more, &mut counting);
         self.session.take_assigned_vars();
         counting.note(&mut self.session);
@@ -507,6 +508,7 @@ impl<'s> Conn<'s> {
         }
         let mut counting = status::CountingSink::new(sink);
         self.session.assigning = assigns_user_vars(&text);
+        self.session.ignoring = session::ignores_errors(&statement);
         let begun = match &*statement {
             Stmt::Sql(s) => users::authorize(self, s).and_then(|()| {
                 self.subqueries.clear();

@@ -492,18 +492,8 @@ fn text_replaced(e: &Expr, number: Expr) -> Expr {
 /// `before` moved into it: they wait for its first evaluation
 /// (`Func::WarnOnce`), as MariaDB gives them at the first row compared.
 fn warned_once(mut value: Expr, ctx: &mut Ctx<'_>, before: usize) -> Expr {
-    static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     for (code, message) in ctx.warnings.split_off(before.min(ctx.warnings.len())) {
-        let site = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        value = Expr::Func(
-            super::expr::Func::WarnOnce,
-            vec![
-                value,
-                Expr::Lit(Val::UInt(site)),
-                Expr::Lit(Val::UInt(u64::from(code))),
-                Expr::Lit(Val::str(message)),
-            ],
-        );
+        value = super::expr::warn_once(value, code, message);
     }
     value
 }

@@ -592,6 +592,11 @@ pub struct SessionState {
     /// each evaluation ([`crate::engine::expr::Scope::assigning`]), not
     /// once as constants, so they see its assignments.
     pub assigning: bool,
+    /// The running statement has IGNORE (`INSERT IGNORE`, `UPDATE IGNORE`,
+    /// `DELETE IGNORE`): a scalar subquery of more than one row is NULL
+    /// with warning 1242, not the statement's error, as MariaDB's IGNORE
+    /// makes it ([`ignores_errors`]).
+    pub ignoring: bool,
     /// Current database.
     pub database: Option<String>,
     /// The logged-in user and the host it matched ("" before login).
@@ -670,6 +675,7 @@ impl SessionState {
             user_vars: HashMap::new(),
             assigned_vars: Default::default(),
             assigning: false,
+            ignoring: false,
             database: None,
             user: String::new(),
             host: String::new(),
@@ -1666,6 +1672,20 @@ pub(super) fn syntax_error(sql: &str, message: &str) -> SqlError {
 
 /// Whether a statement keeps the last statement's warnings (MySQL: `SHOW
 /// WARNINGS` and `SHOW ERRORS` do not reset them).
+/// Whether the statement has IGNORE ([`SessionState::ignoring`]).
+pub fn ignores_errors(statement: &Stmt) -> bool {
+    use sqlparser::ast::Statement as S;
+    let Stmt::Sql(s) = statement else {
+        return false;
+    };
+    match &**s {
+        S::Insert(ins) => ins.ignore,
+        S::Update(up) => up.or == Some(sqlparser::ast::SqliteOnConflict::Ignore),
+        S::Delete(del) => delete_ignore(del),
+        _ => false,
+    }
+}
+
 pub fn keeps_warnings(statement: &Stmt) -> bool {
     matches!(statement, Stmt::Extra(Extra::ShowWarnings { .. }))
 }

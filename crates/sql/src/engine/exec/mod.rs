@@ -209,6 +209,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         rand_states: Default::default(),
         user_vars: Arc::clone(&conn.session.assigned_vars),
         warned_once: Default::default(),
+        ignoring: conn.session.ignoring,
     }
 }
 
@@ -228,7 +229,7 @@ pub fn eval_constant(
 ) -> SqlResult<SqlValue> {
     let placeholders = conn.prepared.running_placeholders().to_vec();
     conn.subqueries.clear();
-    subquery::prepare(conn, expr, 0, &placeholders, Some(&[]), None)?;
+    subquery::prepare(conn, expr, 0, &placeholders, Some(&[]))?;
     let (lowered, meta) = with_scope(conn, Vec::new(), &placeholders, |s| {
         let lowered = s.lower(expr)?;
         let meta = s.meta(&lowered, "");
@@ -335,6 +336,7 @@ pub fn with_scope<R>(
     scope.correlated = Some(&conn.subqueries.correlated);
     scope.outer = &conn.subqueries.outer;
     scope.assigning = conn.session.assigning;
+    scope.ignoring = conn.session.ignoring;
     f(&mut scope)
 }
 

@@ -209,7 +209,7 @@ fn plan_query_body(
     params: Option<&[Val]>,
 ) -> SqlResult<Plans> {
     if let Some(ob) = &q.order_by {
-        super::subquery::prepare(conn, ob, 0, placeholders, params, None)?;
+        super::subquery::prepare(conn, ob, 0, placeholders, params)?;
     }
     let mut selects = Vec::new();
     let mut distinct_arms = 0;
@@ -473,7 +473,7 @@ fn plan_select(
     params: Option<&[Val]>,
 ) -> SqlResult<Planned> {
     // Subqueries of this SELECT's expressions run first, once.
-    super::subquery::prepare(conn, s, 0, placeholders, params, None)?;
+    super::subquery::prepare(conn, s, 0, placeholders, params)?;
     let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
     let mut join_from = None;
     let mut hints = Hints::default();

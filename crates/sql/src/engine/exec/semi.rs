@@ -146,7 +146,7 @@ pub(super) fn rewrite(
         }
         // Subqueries inside the subquery's WHERE run first.
         if let Some(w) = &cand.select.selection {
-            super::subquery::prepare(conn, w, 0, placeholders, params, None)?;
+            super::subquery::prepare(conn, w, 0, placeholders, params)?;
         }
         let offset = outer.spec.columns.len();
         let inner = table_scope(&table, &alias);

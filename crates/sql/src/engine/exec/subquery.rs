@@ -112,20 +112,17 @@ pub(crate) fn find(node: &impl Visit, base: usize) -> Vec<ast::Query> {
 
 /// Runs (with `params` None: only plans) the subqueries of `node` at
 /// depth `base` that this statement has not run yet, keeping what each
-/// gave. `target`: the table an UPDATE/DELETE/INSERT writes, which a
-/// subquery may not read (MySQL's 1093).
+/// gave. A subquery may read the table its UPDATE, DELETE or INSERT
+/// writes (MariaDB 10.3+; MySQL's 1093): it runs here, before any row is
+/// written, so it reads the rows as they were.
 pub(crate) fn prepare(
     conn: &mut Conn<'_>,
     node: &impl Visit,
     base: usize,
     placeholders: &[Location],
     params: Option<&[Val]>,
-    target: Option<&TableInfo>,
 ) -> SqlResult<()> {
     for q in find(node, base) {
-        if let Some(t) = target {
-            check_target(conn, &q, t)?;
-        }
         let key = q.to_string();
         if conn.subqueries.results.contains_key(&key) {
             continue;
@@ -144,39 +141,33 @@ pub(crate) fn prepare(
     Ok(())
 }
 
-/// MySQL's 1093: a subquery of an UPDATE/DELETE (or INSERT … VALUES)
-/// reading the table the statement changes.
-fn check_target(conn: &Conn<'_>, q: &ast::Query, target: &TableInfo) -> SqlResult<()> {
+/// Whether a subquery of `node` reads `target` (by name, in this
+/// statement's database when unqualified).
+pub(crate) fn reads_target(conn: &Conn<'_>, node: &impl Visit, target: &TableInfo) -> bool {
     let database = conn.session.database.clone().unwrap_or_default();
-    let mut hit = false;
-    let _ = ast::visit_relations(q, |name| {
-        let parts: Vec<String> = name
-            .0
-            .iter()
-            .map(|p| {
-                p.as_ident()
-                    .map_or_else(|| p.to_string(), |i| i.value.clone())
-            })
-            .collect();
-        let (db, table) = match parts.as_slice() {
-            [t] => (database.as_str(), t.as_str()),
-            [d, t] => (d.as_str(), t.as_str()),
-            _ => return ControlFlow::<()>::Continue(()),
-        };
-        if db.eq_ignore_ascii_case(&target.db) && table.eq_ignore_ascii_case(&target.name) {
-            hit = true;
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    });
-    if hit {
-        return Err(SqlError::new(
-            codes::UPDATE_TABLE_USED,
-            format!(
-                "You can't specify target table '{}' for update in FROM clause",
-                target.name
-            ),
-        ));
-    }
-    Ok(())
+    find(node, 0).iter().any(|q| {
+        let mut hit = false;
+        let _ = ast::visit_relations(q, |name| {
+            let parts: Vec<String> = name
+                .0
+                .iter()
+                .map(|p| {
+                    p.as_ident()
+                        .map_or_else(|| p.to_string(), |i| i.value.clone())
+                })
+                .collect();
+            let (db, table) = match parts.as_slice() {
+                [t] => (database.as_str(), t.as_str()),
+                [d, t] => (d.as_str(), t.as_str()),
+                _ => return ControlFlow::<()>::Continue(()),
+            };
+            hit = db.eq_ignore_ascii_case(&target.db) && table.eq_ignore_ascii_case(&target.name);
+            if hit {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        hit
+    })
 }

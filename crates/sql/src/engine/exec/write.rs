@@ -66,16 +66,41 @@ fn insert(
             format!("DELAYED option not supported for table '{}'", table.name),
         ));
     }
-    // Subqueries of VALUES (which may not read the table written: 1093)
-    // and of ON DUPLICATE KEY UPDATE run first, once; INSERT … SELECT's
-    // run with its query.
+    // Subqueries of VALUES (or SET) and of ON DUPLICATE KEY UPDATE run
+    // first, once, so one that reads the table written reads it as it
+    // was; INSERT … SELECT's run with its query. MariaDB runs them row by
+    // row, so a later row's sees the rows written before it: where that
+    // can differ (several rows) such a subquery is refused rather than
+    // answered otherwise.
+    let one_row = ins
+        .source
+        .as_ref()
+        .is_none_or(|s| matches!(&*s.body, ast::SetExpr::Values(v) if v.rows.len() == 1));
+    if !one_row
+        && (ins.source.as_ref().is_some_and(|s| {
+            matches!(&*s.body, ast::SetExpr::Values(_))
+                && super::subquery::reads_target(conn, &s.body, &table)
+        }) || ins
+            .on
+            .as_ref()
+            .is_some_and(|on| super::subquery::reads_target(conn, on, &table)))
+    {
+        return Err(SqlError::unsupported(format_args!(
+            "a subquery reading the table '{}' that an INSERT of several rows writes \
+             (MariaDB reads it again for each row)",
+            table.name
+        )));
+    }
     if let Some(source) = &ins.source {
         if matches!(&*source.body, ast::SetExpr::Values(_)) {
-            super::subquery::prepare(conn, source, 1, placeholders, Some(params), Some(&table))?;
+            super::subquery::prepare(conn, source, 1, placeholders, Some(params))?;
         }
     }
+    for a in &ins.assignments {
+        super::subquery::prepare(conn, &a.value, 0, placeholders, Some(params))?;
+    }
     if let Some(on) = &ins.on {
-        super::subquery::prepare(conn, on, 0, placeholders, Some(params), Some(&table))?;
+        super::subquery::prepare(conn, on, 0, placeholders, Some(params))?;
     }
     let replace = ins.replace_into;
     let ignore = ins.ignore;
@@ -2697,9 +2722,10 @@ type PerRowError<'s> = (SqlError, Option<Transaction<'s>>);
 /// to the connection meanwhile, so they see its writes as InnoDB's do (a
 /// transaction that wrote reads with a shared lock); an autocommit
 /// statement's read in transactions of their own (read committed either
-/// way). Nothing is written while they run: a subquery may not read the
-/// table changed (1093), so writing every row after evaluating them all
-/// changes what MySQL's row-by-row evaluation changes.
+/// way). Nothing is written while they run, so a subquery that reads the
+/// table changed (which MariaDB 10.3+ allows, MySQL refuses with 1093)
+/// reads every row as it was before the statement, as MariaDB's do: it
+/// reads them all before it writes.
 fn with_per_row<'s, R>(
     conn: &mut Conn<'s>,
     tx: Transaction<'s>,
@@ -2797,7 +2823,7 @@ fn update(
 ) -> SqlResult<Answered> {
     let table =
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&up.table)?)?)?;
-    super::subquery::prepare(conn, up, 0, placeholders, Some(params), Some(&table))?;
+    super::subquery::prepare(conn, up, 0, placeholders, Some(params))?;
     let columns = table_scope(&table, &table.name);
     super::correlated::plan(conn, up, 0, &columns, &[], placeholders)?;
     let environment = env(conn);
@@ -3032,7 +3058,7 @@ fn delete(
         conn,
         table_of(conn, single_table(delete_target(del)?)?)?,
     )?;
-    super::subquery::prepare(conn, del, 0, placeholders, Some(params), Some(&table))?;
+    super::subquery::prepare(conn, del, 0, placeholders, Some(params))?;
     let columns = table_scope(&table, &table.name);
     super::correlated::plan(conn, &del.selection, 0, &columns, &[], placeholders)?;
     super::correlated::plan(conn, &del.order_by, 0, &columns, &[], placeholders)?;
@@ -3159,7 +3185,7 @@ pub fn explain(
     let (table, select_type, targets, assignments) = match statement {
         Statement::Update(up) => {
             let table = table_of(conn, single_table(&up.table)?)?;
-            super::subquery::prepare(conn, up, 0, &[], Some(params), Some(&table))?;
+            super::subquery::prepare(conn, up, 0, &[], Some(params))?;
             let columns = table_scope(&table, &table.name);
             super::correlated::plan(conn, up, 0, &columns, &[], &[])?;
             let assignments = with_scope(conn, columns, &[], |scope| {
@@ -3181,7 +3207,7 @@ pub fn explain(
         }
         Statement::Delete(del) => {
             let table = table_of(conn, single_table(delete_target(del)?)?)?;
-            super::subquery::prepare(conn, del, 0, &[], Some(params), Some(&table))?;
+            super::subquery::prepare(conn, del, 0, &[], Some(params))?;
             let columns = table_scope(&table, &table.name);
             super::correlated::plan(conn, &del.selection, 0, &columns, &[], &[])?;
             super::correlated::plan(conn, &del.order_by, 0, &columns, &[], &[])?;

@@ -1,5 +1,6 @@
 //! Evaluation of lowered expressions, and the kind of their values.
 
+use super::SUBQUERY_ROWS_MESSAGE;
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -99,6 +100,10 @@ pub struct Env {
     pub user_vars: std::sync::Arc<UserVarWrites>,
     /// The `Func::WarnOnce` sites that warned in the statement.
     pub warned_once: WarnedOnce,
+    /// The statement has IGNORE: a correlated scalar subquery of more than
+    /// one row is NULL with warning 1242
+    /// ([`crate::engine::session::SessionState::ignoring`]).
+    pub ignoring: bool,
 }
 
 /// The sites of a statement's constants whose warning was given (no
@@ -989,10 +994,14 @@ fn sub_value(sub: &SubQuery, rows: &[Vec<Val>], row: &[Val], ctx: &mut Ctx<'_>) 
         SubTest::Scalar => match rows {
             [] => Val::Null,
             [r] => first(r),
+            _ if ctx.env.ignoring => {
+                ctx.warn(codes::SUBQUERY_NO_1_ROW, SUBQUERY_ROWS_MESSAGE);
+                Val::Null
+            }
             _ => {
                 return Err(SqlError::new(
                     codes::SUBQUERY_NO_1_ROW,
-                    "Subquery returns more than 1 row",
+                    SUBQUERY_ROWS_MESSAGE,
                 ))
             }
         },

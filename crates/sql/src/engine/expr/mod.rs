@@ -296,6 +296,27 @@ pub enum Expr {
     Sub(Box<SubQuery>),
 }
 
+/// MySQL's 1242 message: a scalar subquery gave more than one row.
+pub const SUBQUERY_ROWS_MESSAGE: &str = "Subquery returns more than 1 row";
+
+/// `value` with a warning given at its first evaluation in the statement
+/// and never again (`Func::WarnOnce`): MariaDB's warning of a constant it
+/// reads once, at the first row that needs it.
+pub fn warn_once(value: Expr, code: u16, message: String) -> Expr {
+    // One numbering for every site, so that no two share a number.
+    static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let site = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Expr::Func(
+        Func::WarnOnce,
+        vec![
+            value,
+            Expr::Lit(Val::UInt(site)),
+            Expr::Lit(Val::UInt(u64::from(code))),
+            Expr::Lit(Val::str(message)),
+        ],
+    )
+}
+
 /// Where an IN's list came from, which decides how often MariaDB reads
 /// the value it tests against the items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -495,6 +516,9 @@ pub struct Scope<'a> {
     /// The statement assigns user variables (`@n := @n + 1`): `@x` is
     /// read at each evaluation (`Func::UserVar`), not once as a constant.
     pub assigning: bool,
+    /// The statement has IGNORE: a scalar subquery of more than one row
+    /// is NULL with warning 1242 (at its first evaluation), as in MariaDB.
+    pub ignoring: bool,
     /// The user variables the statement's `:=` lowered so far assign, each
     /// with its value's expression (its kind is the variable's in a later
     /// read, as MariaDB types a variable its statement creates).
@@ -538,6 +562,7 @@ impl<'a> Scope<'a> {
             aliases: Vec::new(),
             clause: "field list",
             assigning: false,
+            ignoring: false,
             assigned: Vec::new(),
             hidden: Vec::new(),
             subqueries: None,
@@ -1264,10 +1289,15 @@ impl<'a> Scope<'a> {
                         }
                         (v, _) => Expr::Lit(v.cloned().unwrap_or(Val::Null)),
                     },
+                    _ if self.ignoring => warn_once(
+                        Expr::Lit(Val::Null),
+                        codes::SUBQUERY_NO_1_ROW,
+                        SUBQUERY_ROWS_MESSAGE.into(),
+                    ),
                     _ => {
                         return Err(SqlError::new(
                             codes::SUBQUERY_NO_1_ROW,
-                            "Subquery returns more than 1 row",
+                            SUBQUERY_ROWS_MESSAGE,
                         ))
                     }
                 }
