@@ -504,7 +504,7 @@ impl<'s> Conn<'s> {
     ) -> io::Result<bool> {
         let mark = status::statement_start(self, &statement);
         if !session::keeps_warnings(&statement) {
-            self.session.start_statement();
+            self.session.start_statement_of(&statement);
         }
         let mut counting = status::CountingSink::new(sink);
         self.session.assigning = assigns_user_vars(&text);
@@ -586,7 +586,7 @@ impl<'s> Conn<'s> {
         sink: &mut dyn ResultSink,
     ) -> io::Result<bool> {
         if !session::keeps_warnings(statement) {
-            self.session.start_statement();
+            self.session.start_statement_of(statement);
         }
         let outcome = self.dispatch(statement, params, more, sink);
         match outcome {

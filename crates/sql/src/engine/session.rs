@@ -622,8 +622,16 @@ pub struct SessionState {
     /// What the last statement changed (`ROW_COUNT()`): affected rows of
     /// a write, -1 after a result set or an error.
     pub row_count: i64,
+    /// The listed notes (`SHOW WARNINGS`): the running statement's, or,
+    /// while `stale`, the last statement's that gave any.
     notes: Vec<Note>,
+    /// The running statement's warnings (its OK and EOF packets' count).
     warnings: u16,
+    /// Some(count) while `notes` are an earlier statement's (that many
+    /// warnings): a statement that uses no table keeps them listed until
+    /// it gives one of its own, as MariaDB clears the list only for a
+    /// statement with tables ([`SessionState::start_statement_of`]).
+    stale: Option<u16>,
 }
 
 impl SessionState {
@@ -688,6 +696,7 @@ impl SessionState {
             row_count: -1,
             notes: Vec::new(),
             warnings: 0,
+            stale: None,
         }
     }
 
@@ -695,6 +704,24 @@ impl SessionState {
     pub fn start_statement(&mut self) {
         self.warnings = 0;
         self.notes.clear();
+        self.stale = None;
+    }
+
+    /// `statement` starts: the last one's warnings are cleared, unless it
+    /// uses no table ([`uses_no_table`]: `SELECT 1`, `SET`, `COMMIT`), which
+    /// leaves them listed (and `@@warning_count`) until it gives one of
+    /// its own, as MariaDB's does (`SELECT 1/0; SELECT 1; SHOW WARNINGS`
+    /// lists the division's warning).
+    pub fn start_statement_of(&mut self, statement: &Stmt) {
+        // Nothing listed (the common case): nothing to decide.
+        if self.listed_count() == 0 {
+            self.start_statement();
+        } else if uses_no_table(statement) {
+            self.stale = Some(self.listed_count());
+            self.warnings = 0;
+        } else {
+            self.start_statement();
+        }
     }
 
     /// A warning of the running statement.
@@ -718,6 +745,10 @@ impl SessionState {
     }
 
     fn note(&mut self, level: &'static str, code: u16, message: String) {
+        // The statement's first note replaces an earlier statement's.
+        if self.stale.take().is_some() {
+            self.notes.clear();
+        }
         self.warnings = self.warnings.saturating_add(1);
         if self.notes.len() < WARNINGS_KEPT_MAX {
             self.notes.push(Note {
@@ -732,14 +763,22 @@ impl SessionState {
     /// Where the running statement's diagnostics stand: (warning count,
     /// notes kept), for [`SessionState::rewind_diagnostics`].
     pub fn diagnostics_mark(&self) -> (u16, usize) {
-        (self.warnings, self.notes.len())
+        let kept = if self.stale.is_some() {
+            0
+        } else {
+            self.notes.len()
+        };
+        (self.warnings, kept)
     }
 
     /// Forgets the diagnostics left since `mark` (a warning that became
     /// the statement's error).
     pub fn rewind_diagnostics(&mut self, mark: (u16, usize)) {
         self.warnings = mark.0;
-        self.notes.truncate(mark.1);
+        // Still an earlier statement's: none were left since.
+        if self.stale.is_none() {
+            self.notes.truncate(mark.1);
+        }
     }
 
     /// The statement failed with `error` (`SHOW ERRORS` lists it).
@@ -747,9 +786,16 @@ impl SessionState {
         self.note("Error", error.code, error.message.clone());
     }
 
-    /// Warnings (and errors) of the last statement.
+    /// Warnings (and errors) of the running (or last) statement, as its
+    /// OK and EOF packets count them.
     pub fn warning_count(&self) -> u16 {
         self.warnings
+    }
+
+    /// Warnings (and errors) of the listed notes (`@@warning_count`): an
+    /// earlier statement's while a statement without tables keeps them.
+    pub fn listed_count(&self) -> u16 {
+        self.stale.unwrap_or(self.warnings)
     }
 
     /// The notes of the last statement.
@@ -1672,6 +1718,31 @@ pub(super) fn syntax_error(sql: &str, message: &str) -> SqlError {
 
 /// Whether a statement keeps the last statement's warnings (MySQL: `SHOW
 /// WARNINGS` and `SHOW ERRORS` do not reset them).
+/// Whether the statement reads and writes no table (a SELECT without
+/// one, SET, a transaction's statements, USE), so that it leaves the last
+/// statement's warnings listed ([`SessionState::start_statement_of`]).
+/// A subquery's table counts, as a SHOW's does (MariaDB's read
+/// `information_schema`).
+pub fn uses_no_table(statement: &Stmt) -> bool {
+    use sqlparser::ast::Statement as S;
+    let Stmt::Sql(s) = statement else {
+        return false;
+    };
+    let kind = matches!(
+        &**s,
+        S::Query(_)
+            | S::Set(_)
+            | S::StartTransaction { .. }
+            | S::Commit { .. }
+            | S::Rollback { .. }
+            | S::Use(_)
+            | S::Savepoint { .. }
+            | S::ReleaseSavepoint { .. }
+    );
+    kind && sqlparser::ast::visit_relations(&**s, |_| std::ops::ControlFlow::Break(()))
+        .is_continue()
+}
+
 /// Whether the statement has IGNORE ([`SessionState::ignoring`]).
 pub fn ignores_errors(statement: &Stmt) -> bool {
     use sqlparser::ast::Statement as S;
@@ -1703,7 +1774,7 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<SqlValue
                     .filter(|n| n.level == "Error")
                     .count() as i64
             } else {
-                i64::from(conn.session.warning_count())
+                i64::from(conn.session.listed_count())
             };
             return Ok(SqlValue::Int(n));
         }
