@@ -489,6 +489,10 @@ pub enum Extra {
     },
     /// `SELECT … INTO OUTFILE | DUMPFILE` (the parser reads neither).
     SelectOutfile(Box<super::exec::outfile::SelectOutfile>),
+    /// `DO expr [, expr …]`: the expressions evaluated and their values
+    /// dropped, as the SELECT of them (which the statement is parsed as)
+    /// would give them.
+    Do(Box<sqlparser::ast::Statement>),
     /// MySQL's `PREPARE name FROM 'text'` or `FROM @variable`.
     Prepare {
         /// The statement's name, lowercase (names ignore case).
@@ -1024,6 +1028,47 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             sql,
         }))
     };
+    // `DO …` is parsed as `SELECT …` (which the parser takes).
+    let is_do = word(0) == "DO";
+    // Where a DO's clause starts (`FROM`, `ORDER BY`, …: outside any
+    // parentheses), which MariaDB's grammar refuses there.
+    let mut do_clause = None;
+    if is_do {
+        let mut depth = 0usize;
+        do_clause = spanned.iter().find_map(|t| {
+            match &t.token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth = depth.saturating_sub(1),
+                Token::Word(w) if depth == 0 && w.quote_style.is_none() => {
+                    use sqlparser::keywords::Keyword as K;
+                    if matches!(
+                        w.keyword,
+                        K::FROM
+                            | K::WHERE
+                            | K::GROUP
+                            | K::HAVING
+                            | K::ORDER
+                            | K::LIMIT
+                            | K::UNION
+                            | K::INTO
+                            | K::WINDOW
+                            | K::EXCEPT
+                            | K::INTERSECT
+                    ) {
+                        return Some(t.span.start);
+                    }
+                }
+                _ => {}
+            }
+            None
+        });
+        if let Some(first) = spanned
+            .iter_mut()
+            .find(|t| !matches!(t.token, Token::Whitespace(_)))
+        {
+            first.token = Token::make_keyword("SELECT");
+        }
+    }
     match (word(0), word(1), word(2)) {
         ("SHOW", "WARNINGS" | "ERRORS" | "COUNT", _) => {
             return show_warnings_statement(&spanned, sql)
@@ -1118,6 +1163,34 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     }
     if dual {
         super::dual_as_no_table(&mut statement);
+    }
+    if is_do {
+        // Expressions only: no FROM, WHERE, UNION, ORDER BY or LIMIT.
+        let only_expressions = match &statement {
+            sqlparser::ast::Statement::Query(q) => {
+                q.order_by.is_none()
+                    && q.limit_clause.is_none()
+                    && q.with.is_none()
+                    && matches!(&*q.body, sqlparser::ast::SetExpr::Select(s)
+                        if s.from.is_empty() && s.selection.is_none() && s.having.is_none()
+                            && s.distinct.is_none()
+                            && matches!(&s.group_by, sqlparser::ast::GroupByExpr::Expressions(g, _) if g.is_empty()))
+            }
+            _ => false,
+        };
+        return match do_clause {
+            None if only_expressions && outfile.is_none() && trailing_into.is_none() => {
+                Ok(Stmt::Extra(Extra::Do(Box::new(statement))))
+            }
+            Some(at) => Err(syntax_error(
+                sql,
+                &format!(
+                    "DO takes expressions only at Line: {}, Column: {}",
+                    at.line, at.column
+                ),
+            )),
+            None => Err(syntax_error(sql, "DO takes expressions only")),
+        };
     }
     if let Some(into) = outfile {
         if !matches!(statement, sqlparser::ast::Statement::Query(_)) {
@@ -1610,6 +1683,7 @@ pub fn extra(
         Extra::LoadData(load) => super::exec::load::run(conn, load, sink),
         Extra::SelectOutfile(select) => super::exec::outfile::run(conn, select),
         Extra::Begin { read_only } => super::txn::begin(conn, *read_only, true),
+        Extra::Do(query) => super::exec::run_do(conn, query),
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
 }
@@ -1725,8 +1799,9 @@ pub(super) fn syntax_error(sql: &str, message: &str) -> SqlError {
 /// `information_schema`).
 pub fn uses_no_table(statement: &Stmt) -> bool {
     use sqlparser::ast::Statement as S;
-    let Stmt::Sql(s) = statement else {
-        return false;
+    let s = match statement {
+        Stmt::Sql(s) | Stmt::Extra(Extra::Do(s)) => s,
+        _ => return false,
     };
     let kind = matches!(
         &**s,

@@ -59,6 +59,7 @@ pub const COM_NAMES: &[&str] = &[
     "create_user",
     "dealloc_sql",
     "delete",
+    "do",
     "drop_db",
     "drop_index",
     "drop_table",
@@ -545,6 +546,7 @@ fn com_of(statement: &Stmt) -> Option<usize> {
         Stmt::Extra(Extra::LoadData(_)) => c!("load"),
         Stmt::Extra(Extra::SelectOutfile(_)) => c!("select"),
         Stmt::Extra(Extra::Begin { .. }) => c!("begin"),
+        Stmt::Extra(Extra::Do(_)) => c!("do"),
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
@@ -987,6 +989,8 @@ fn statement_text(statement: &Stmt) -> String {
             load.file.replace('\'', "''"),
             load.table
         ),
+        // Parsed as its SELECT: `DO` again in front of the expressions.
+        Stmt::Extra(Extra::Do(select)) => select.to_string().replacen("SELECT", "DO", 1),
         Stmt::Extra(Extra::Begin { read_only }) => format!(
             "START TRANSACTION {}WITH CONSISTENT SNAPSHOT",
             if *read_only { "READ ONLY, " } else { "" }
