@@ -215,6 +215,8 @@ pub mod codes {
     pub const NO_SUCH_USER: u16 = 1449;
     pub const OPERAND_COLUMNS: u16 = 1241;
     pub const SUBQUERY_NO_1_ROW: u16 = 1242;
+    /// "FUNCTION db.f does not exist".
+    pub const SP_DOES_NOT_EXIST: u16 = 1305;
     pub const INVALID_GROUP_FUNC_USE: u16 = 1111;
     pub const MIX_OF_GROUP_FUNC_AND_FIELDS: u16 = 1140;
     pub const WRONG_NUMBER_OF_COLUMNS_IN_SELECT: u16 = 1222;
@@ -289,7 +291,7 @@ pub fn state_of(code: u16) -> &'static str {
         TRUNCATED_WRONG_VALUE => "22007",
         WARN_DATA_TRUNCATED | WARN_TOO_FEW_RECORDS | WARN_TOO_MANY_RECORDS => "01000",
         NET_READ_ERROR => "08S01",
-        NO_SUCH_INDEX | REGEXP_ERROR | 1305 => "42000",
+        NO_SUCH_INDEX | REGEXP_ERROR | SP_DOES_NOT_EXIST => "42000",
         CANT_DROP_FIELD_OR_KEY => "42000",
         DB_CREATE_EXISTS | DB_DROP_EXISTS => "HY000",
         QUERY_INTERRUPTED => "70100",

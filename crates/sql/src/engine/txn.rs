@@ -130,7 +130,12 @@ fn savepoint_at(conn: &Conn<'_>, name: &str) -> SqlResult<usize> {
         .savepoints
         .iter()
         .position(|(n, _)| n.eq_ignore_ascii_case(name))
-        .ok_or_else(|| SqlError::new(1305, format!("SAVEPOINT {name} does not exist")))
+        .ok_or_else(|| {
+            SqlError::new(
+                codes::SP_DOES_NOT_EXIST,
+                format!("SAVEPOINT {name} does not exist"),
+            )
+        })
 }
 
 /// `ROLLBACK TO [SAVEPOINT] name`: the native transaction cannot take

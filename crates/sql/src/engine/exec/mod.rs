@@ -368,6 +368,7 @@ pub fn with_scope<R>(
     scope.outer = &conn.subqueries.outer;
     scope.assigning = conn.session.assigning;
     scope.ignoring = conn.session.ignoring;
+    scope.database.clone_from(&conn.session.database);
     f(&mut scope)
 }
 

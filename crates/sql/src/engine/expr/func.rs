@@ -121,6 +121,12 @@ pub enum Func {
     /// reads as [`Func::MemberNumber`] of the same arguments, as it reads
     /// the column itself. Made by lowering, not callable.
     OuterMember,
+    /// An outer query's BIT column bound in a correlated subquery: its
+    /// value (the first argument), which a string context reads as its
+    /// bytes ([`Func::BitBytes`] of the same arguments: the value and its
+    /// width in bytes), as it reads the column itself. Made by lowering,
+    /// not callable.
+    OuterBit,
     /// `@name` in a statement that assigns user variables: args the name
     /// and the value at the statement's start, read at each evaluation
     /// (the statement's assignments first).
@@ -467,7 +473,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
             Some((f, min, max)) => (F::Json(f), min, max),
             None => {
                 return Err(SqlError::new(
-                    1305,
+                    crate::error::codes::SP_DOES_NOT_EXIST,
                     format!("FUNCTION {name} does not exist"),
                 ))
             }
@@ -551,6 +557,7 @@ impl Func {
             F::UserVar => arg(args.len() - 1),
             F::WarnOnce
             | F::OuterMember
+            | F::OuterBit
             | F::PerRow
             | F::Utf8Checked
             | F::NumberText
@@ -1849,6 +1856,7 @@ impl Func {
             F::Lower => Val::str(s(0).to_lowercase()),
             F::Collate(_)
             | F::OuterMember
+            | F::OuterBit
             | F::PerRow
             | F::BinaryLiteral
             | F::NumberText

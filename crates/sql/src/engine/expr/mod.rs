@@ -519,6 +519,8 @@ pub struct Scope<'a> {
     /// The statement has IGNORE: a scalar subquery of more than one row
     /// is NULL with warning 1242 (at its first evaluation), as in MariaDB.
     pub ignoring: bool,
+    /// The session's database (`FUNCTION db.f does not exist` names it).
+    pub database: Option<String>,
     /// The user variables the statement's `:=` lowered so far assign, each
     /// with its value's expression (its kind is the variable's in a later
     /// read, as MariaDB types a variable its statement creates).
@@ -563,6 +565,7 @@ impl<'a> Scope<'a> {
             clause: "field list",
             assigning: false,
             ignoring: false,
+            database: None,
             assigned: Vec::new(),
             hidden: Vec::new(),
             subqueries: None,
@@ -972,6 +975,9 @@ impl<'a> Scope<'a> {
                         | CastTo::Decimal(..)
                         | CastTo::Double
                         | CastTo::FixedDouble(_) => as_number_literal(expr, e),
+                        // A BIT column's bytes, a YEAR's four digits, a
+                        // DOUBLE(M,D)'s fixed decimals: as in CHAR.
+                        CastTo::Binary => self.fixed_text(e),
                         _ => e,
                     };
                     Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
@@ -984,10 +990,10 @@ impl<'a> Scope<'a> {
             } => {
                 let to = cast_to(data_type, expr)?;
                 let e = self.lower(expr)?;
-                let e = if to == CastTo::Char {
-                    self.utf8_checked(e)
-                } else {
-                    e
+                let e = match to {
+                    CastTo::Char => self.utf8_checked(e),
+                    CastTo::Binary => self.fixed_text(e),
+                    _ => e,
                 };
                 Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
             }
@@ -1002,7 +1008,7 @@ impl<'a> Scope<'a> {
                 let e = self.lower(expr)?;
                 match charset {
                     Some(cs) if cs.to_string().eq_ignore_ascii_case("binary") => {
-                        Expr::Cast(Box::new(e), CastTo::Binary)
+                        Expr::Cast(Box::new(self.fixed_text(e)), CastTo::Binary)
                     }
                     // Into UTF-8 a byte that is none is '?' (1300); other
                     // character sets take any byte.
@@ -1959,6 +1965,28 @@ impl<'a> Scope<'a> {
         Ok(balanced(cmps, all))
     }
 
+    /// 1305 for a function no one defines, named as written and, when
+    /// unqualified, in the session's database, as MariaDB names it
+    /// (`FUNCTION test.nosuchfn does not exist`).
+    fn unknown_function(&self, name: &ast::ObjectName) -> SqlError {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|p| {
+                p.as_ident()
+                    .map_or_else(|| p.to_string(), |i| i.value.clone())
+            })
+            .collect();
+        let named = match (parts.as_slice(), &self.database) {
+            ([one], Some(db)) => format!("{db}.{one}"),
+            _ => parts.join("."),
+        };
+        SqlError::new(
+            codes::SP_DOES_NOT_EXIST,
+            format!("FUNCTION {named} does not exist"),
+        )
+    }
+
     fn function(&mut self, f: &ast::Function) -> SqlResult<Expr> {
         let name = f.name.to_string().to_ascii_uppercase();
         let (args, distinct, star) = match &f.args {
@@ -2114,7 +2142,11 @@ impl<'a> Scope<'a> {
             }
             _ => {}
         }
-        Ok(self.unsigned_rounding(func::lower_call(&name, lowered)?))
+        let call = func::lower_call(&name, lowered).map_err(|e| match e.code {
+            codes::SP_DOES_NOT_EXIST => self.unknown_function(&f.name),
+            _ => e,
+        })?;
+        Ok(self.unsigned_rounding(call))
     }
 
     /// A string `e` checked as UTF-8 text (`Func::Utf8Checked`), for CAST
@@ -2148,8 +2180,11 @@ impl<'a> Scope<'a> {
     /// A BIT column in a string context: its bytes (`Func::BitBytes`), as
     /// MariaDB reads it there; any other expression as it is.
     fn bit_column_bytes(&self, e: Expr) -> Expr {
-        let Expr::Col(c) = e else {
-            return e;
+        let c = match e {
+            Expr::Col(c) => c,
+            // An outer query's BIT, bound in a correlated subquery.
+            Expr::Func(Func::OuterBit, args) => return Expr::Func(Func::BitBytes, args),
+            _ => return e,
         };
         match self.columns.get(c).map(|col| &col.meta) {
             Some(meta) if meta.ty == ColumnType::Bit => {
@@ -3986,6 +4021,14 @@ fn outer_value(c: &ScopeColumn, v: &Val) -> Expr {
         ) if to != Collation::Utf8mb4GeneralCi => Expr::Func(Func::Collate(to), vec![lit]),
         _ => lit,
     };
+    if c.meta.ty == ColumnType::Bit {
+        // A BIT is its bytes in a string context, here too.
+        let bytes = c.meta.length.div_ceil(8).clamp(1, 8);
+        return Expr::Func(
+            Func::OuterBit,
+            vec![value, Expr::Lit(Val::UInt(u64::from(bytes)))],
+        );
+    }
     match &c.members {
         // An ENUM or SET is its number in a numeric context, here too.
         Some(m) => Expr::Func(
