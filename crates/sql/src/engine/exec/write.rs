@@ -2094,11 +2094,11 @@ fn lower_targets(
 /// updates nothing with 1292; DML seed 157), where `… AND 1 = 1` is read
 /// per row and fails.
 fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
-    // Most WHEREs have no constant conjunct left (`WHERE id = ?`): no
-    // lists made for them.
+    // Most WHEREs have no constant part left (`WHERE id = ?`): no lists
+    // made for them.
     fn any_constant(e: &Expr) -> bool {
         match e {
-            Expr::And(a, b) => any_constant(a) || any_constant(b),
+            Expr::And(a, b) | Expr::Or(a, b) => any_constant(a) || any_constant(b),
             other => other.is_constant(),
         }
     }
@@ -2110,42 +2110,72 @@ fn table_subquery_conjuncts_per_row(written: &ast::Expr, cond: Expr) -> Expr {
     if asts.len() == 1 && cond.is_constant() {
         return cond;
     }
-    let reads_table = |e: &ast::Expr| {
-        super::subquery::find(e, 0)
+    let lowered = cond.conjuncts();
+    if lowered.len() != asts.len() {
+        return cond;
+    }
+    let mut changed = false;
+    let per_row: Vec<Expr> = lowered
+        .into_iter()
+        .zip(asts)
+        .map(|(c, w)| table_subquery_per_row(c, w, &mut changed))
+        .collect();
+    if !changed {
+        return cond;
+    }
+    Expr::and_of(per_row).unwrap_or(cond)
+}
+
+/// A conjunct `c` (written `written`) of [`table_subquery_conjuncts_per_row`]:
+/// as `Func::PerRow` when it is a constant made of a subquery that reads a
+/// table, else with each such disjunct of an OR so (DML seed 215: `b < a
+/// OR 3 < (SELECT MAX(x) FROM s)` tests `b < a` on each row first, and a
+/// strict UPDATE fails on its warning, where folding the subquery's side
+/// first never tested it).
+fn table_subquery_per_row(c: &Expr, written: &ast::Expr, changed: &mut bool) -> Expr {
+    let mut w = written;
+    while let ast::Expr::Nested(inner) = w {
+        w = inner;
+    }
+    let reads_table = || {
+        super::subquery::find(w, 0)
             .iter()
             .any(|q| match q.body.as_ref() {
                 ast::SetExpr::Select(s) => !s.from.is_empty(),
                 _ => true,
             })
     };
-    let lowered = cond.conjuncts();
-    if lowered.len() != asts.len()
-        || !lowered
-            .iter()
-            .zip(&asts)
-            .any(|(c, w)| c.is_constant() && reads_table(w))
-    {
-        return cond;
-    }
-    let per_row = lowered.into_iter().zip(asts).map(|(c, w)| {
-        if c.is_constant() && reads_table(w) {
+    match (c, w) {
+        (c, _) if c.is_constant() && reads_table() => {
+            *changed = true;
             Expr::Func(crate::engine::expr::Func::PerRow, vec![c.clone()])
-        } else {
-            c.clone()
         }
-    });
-    Expr::and_of(per_row).unwrap_or(cond)
+        (
+            Expr::Or(a, b),
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Or,
+                right,
+            },
+        ) => Expr::Or(
+            Box::new(table_subquery_per_row(a, left, changed)),
+            Box::new(table_subquery_per_row(b, right, changed)),
+        ),
+        (c, _) => c.clone(),
+    }
 }
 
 /// A WHERE with a column compared with itself folded as MariaDB's
 /// optimizer folds it before any row is read (`remove_eq_conds`): `c <=> c`
-/// is true, and for a NOT NULL column `c = c`, `c <= c`, `c >= c` true and
-/// `c < c`, `c > c`, `c <> c` false; then an OR with a true side is true
-/// and an AND with a false side false, so their other side is never
+/// is true, `c < c`, `c > c`, `c <> c` false (never true: NULL of a NULL
+/// `c`, which a WHERE's AND and OR filter as false), and for a NOT NULL
+/// column `c = c`, `c <= c`, `c >= c` true; then an OR with a true side is
+/// true and an AND with a false side false, so their other side is never
 /// evaluated (its warnings, which fail a strict UPDATE or DELETE, never
-/// come: `WHERE s IN ('a', 3) OR id >= id` updates every row). In a
-/// join's WHERE (`joined`) only `c <=> c` folds: an outer join's NOT NULL
-/// column may be NULL there, and `<=>` holds of NULL too.
+/// come: `WHERE s IN ('a', 3) OR id >= id` updates every row; DML seed
+/// 229: `'Banana' < id AND a < a` of a NULL-able `a` reads nothing). In a
+/// join's WHERE (`joined`) `c = c`, `c <= c` and `c >= c` stay: an outer
+/// join's NOT NULL column may be NULL there.
 pub(super) fn fold_same_column(
     scope: &crate::engine::expr::Scope<'_>,
     e: Expr,
@@ -2157,9 +2187,9 @@ pub(super) fn fold_same_column(
         Expr::Cmp(op, a, b, c) => match (&*a, &*b) {
             (Expr::Col(x), Expr::Col(y)) if x == y => match op {
                 CmpOp::NullSafeEq => truth(true),
+                CmpOp::Lt | CmpOp::Gt | CmpOp::Ne => truth(false),
                 _ if joined || scope.nullable(&a) => Expr::Cmp(op, a, b, c),
                 CmpOp::Eq | CmpOp::Le | CmpOp::Ge => truth(true),
-                CmpOp::Lt | CmpOp::Gt | CmpOp::Ne => truth(false),
             },
             _ => Expr::Cmp(op, a, b, c),
         },
