@@ -121,6 +121,14 @@ impl Dialect for SkarvDialect {
         MYSQL.parse_statement(parser)
     }
 
+    /// ON is a reserved word of MariaDB's, never a select item's alias
+    /// without AS: `INSERT … SELECT 1, 2 ON DUPLICATE KEY UPDATE …` ends
+    /// its select list there (the parser read ON as the alias, then failed
+    /// at DUPLICATE).
+    fn is_column_alias(&self, kw: &Keyword, parser: &mut Parser) -> bool {
+        *kw != Keyword::ON && MYSQL.is_column_alias(kw, parser)
+    }
+
     fn is_table_factor_alias(&self, explicit: bool, kw: &Keyword, parser: &mut Parser) -> bool {
         MYSQL.is_table_factor_alias(explicit, kw, parser)
     }
@@ -211,6 +219,21 @@ mod tests {
             panic!("{right:?}");
         };
         assert!(matches!(&**c, Expr::UnaryOp { op: U::BangNot, .. }));
+    }
+
+    #[test]
+    fn on_is_no_select_item_alias() {
+        let parsed = Parser::parse_sql(
+            &SkarvDialect,
+            "INSERT INTO t SELECT 1, 2 ON DUPLICATE KEY UPDATE a = 1",
+        )
+        .expect("parses");
+        let Statement::Insert(ins) = &parsed[0] else {
+            panic!("not an INSERT");
+        };
+        assert!(ins.on.is_some());
+        assert!(Parser::parse_sql(&SkarvDialect, "SELECT 1 ON").is_err());
+        assert!(Parser::parse_sql(&SkarvDialect, "SELECT 1 AS `on`, 2 other").is_ok());
     }
 
     #[test]
