@@ -2568,32 +2568,22 @@ mod tests {
     fn statement_modifiers_are_mended() {
         use sqlparser::ast::{SqliteOnConflict, Statement};
         let one = |sql: &str| crate::engine::parse(sql).expect("parses").remove(0);
-        for sql in [
-            "DELETE IGNORE FROM t WHERE a = 1",
-            "delete low_priority quick ignore from t",
-            "DELETE QUICK IGNORE t FROM t",
+        for (sql, ignore, tables) in [
+            ("DELETE IGNORE FROM t WHERE a = 1", true, 0),
+            ("delete low_priority quick ignore from t", true, 0),
+            ("DELETE QUICK IGNORE t FROM t", true, 1),
+            ("DELETE LOW_PRIORITY FROM t", false, 0),
+            ("DELETE QUICK FROM t", false, 0),
+            ("DELETE FROM t", false, 0),
+            // A user's hint is not IGNORE.
+            ("DELETE /*+ IGNORE */ FROM t", false, 0),
         ] {
             let Statement::Delete(del) = one(sql) else {
                 panic!("{sql}: not a DELETE");
             };
-            assert!(delete_ignore(&del), "{sql}");
-            assert!(del.tables.len() <= 1, "{sql}: {:?}", del.tables);
+            assert_eq!(delete_ignore(&del), ignore, "{sql}");
+            assert_eq!(del.tables.len(), tables, "{sql}: {:?}", del.tables);
         }
-        for sql in [
-            "DELETE LOW_PRIORITY FROM t",
-            "DELETE QUICK FROM t",
-            "DELETE FROM t",
-        ] {
-            let Statement::Delete(del) = one(sql) else {
-                panic!("{sql}: not a DELETE");
-            };
-            assert!(!delete_ignore(&del) && del.tables.is_empty(), "{sql}");
-        }
-        // A user's hint is not IGNORE.
-        let Statement::Delete(del) = one("DELETE /*+ IGNORE */ FROM t") else {
-            panic!("not a DELETE");
-        };
-        assert!(!delete_ignore(&del));
         for (sql, ignore) in [
             ("UPDATE LOW_PRIORITY t SET a = 1", false),
             ("UPDATE LOW_PRIORITY IGNORE t SET a = 1", true),

@@ -1357,14 +1357,7 @@ pub(super) fn is_virtual(conn: &Conn<'_>, name: &ast::ObjectName) -> bool {
 /// The virtual database (`information_schema`, `ndbinfo`) and table a
 /// FROM names (qualified, or in the current database), if it names one.
 pub(crate) fn virtual_table(conn: &Conn<'_>, name: &ast::ObjectName) -> Option<(String, String)> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| {
-            p.as_ident()
-                .map_or_else(|| p.to_string(), |i| i.value.clone())
-        })
-        .collect();
+    let parts = crate::engine::expr::name_parts(name);
     match parts.as_slice() {
         [db, t] if crate::engine::catalog::is_virtual_db(db) => Some((db.clone(), t.clone())),
         [t] => conn

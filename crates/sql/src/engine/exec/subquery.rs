@@ -148,14 +148,7 @@ pub(crate) fn reads_target(conn: &Conn<'_>, node: &impl Visit, target: &TableInf
     find(node, 0).iter().any(|q| {
         let mut hit = false;
         let _ = ast::visit_relations(q, |name| {
-            let parts: Vec<String> = name
-                .0
-                .iter()
-                .map(|p| {
-                    p.as_ident()
-                        .map_or_else(|| p.to_string(), |i| i.value.clone())
-                })
-                .collect();
+            let parts = crate::engine::expr::name_parts(name);
             let (db, table) = match parts.as_slice() {
                 [t] => (database.as_str(), t.as_str()),
                 [d, t] => (d.as_str(), t.as_str()),

@@ -2082,9 +2082,10 @@ fn lower_targets(
 }
 
 /// An UPDATE's or DELETE's lowered WHERE `cond` (written `written`) with
-/// each conjunct that is a constant made of a subquery that reads a table
-/// (`12 = (SELECT MAX(x) FROM s)`) tested per row in its place
-/// (`Func::PerRow`): MariaDB's UPDATE does not evaluate such a constant
+/// each conjunct (or disjunct of a conjunct's OR:
+/// [`table_subquery_per_row`]) that is a constant made of a subquery that
+/// reads a table (`12 = (SELECT MAX(x) FROM s)`) tested per row in its
+/// place (`Func::PerRow`): MariaDB's UPDATE does not evaluate such a constant
 /// before the rows, so `b < a AND 12 = (SELECT …)` tests `b < a` on each
 /// row first (and a strict UPDATE fails on its warning). Its SELECT
 /// does; so does Skarv's. Conjuncts that do not line up with the written
@@ -2814,13 +2815,9 @@ fn delete_target(del: &ast::Delete) -> SqlResult<&ast::TableWithJoins> {
             // Compared by their parts' values, from the table's name up:
             // `t` names `db.t`.
             let parts = |n: &ast::ObjectName| -> Vec<String> {
-                n.0.iter()
-                    .rev()
-                    .map(|p| {
-                        p.as_ident()
-                            .map_or_else(|| p.to_string(), |i| i.value.clone())
-                    })
-                    .collect()
+                let mut parts = crate::engine::expr::name_parts(n);
+                parts.reverse();
+                parts
             };
             only.joins.is_empty()
                 && matches!(&only.relation, ast::TableFactor::Table { name, alias: None, .. }

@@ -296,6 +296,17 @@ pub enum Expr {
     Sub(Box<SubQuery>),
 }
 
+/// A name's parts as written, unquoted (`db`, `t` of `` `db`.t ``).
+pub(crate) fn name_parts(name: &ast::ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|p| {
+            p.as_ident()
+                .map_or_else(|| p.to_string(), |i| i.value.clone())
+        })
+        .collect()
+}
+
 /// MySQL's 1242 message: a scalar subquery gave more than one row.
 pub const SUBQUERY_ROWS_MESSAGE: &str = "Subquery returns more than 1 row";
 
@@ -1969,14 +1980,7 @@ impl<'a> Scope<'a> {
     /// unqualified, in the session's database, as MariaDB names it
     /// (`FUNCTION test.nosuchfn does not exist`).
     fn unknown_function(&self, name: &ast::ObjectName) -> SqlError {
-        let parts: Vec<String> = name
-            .0
-            .iter()
-            .map(|p| {
-                p.as_ident()
-                    .map_or_else(|| p.to_string(), |i| i.value.clone())
-            })
-            .collect();
+        let parts = name_parts(name);
         let named = match (parts.as_slice(), &self.database) {
             ([one], Some(db)) => format!("{db}.{one}"),
             _ => parts.join("."),
