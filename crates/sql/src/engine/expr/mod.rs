@@ -3187,6 +3187,14 @@ impl Scope<'_> {
             Expr::Neg(a) => self.decimals(a),
             Expr::Cast(_, CastTo::FixedDouble(cast)) => fixed(cast.d),
             Expr::Cast(_, CastTo::Decimals(d)) => fixed(*d),
+            // Text of no fraction digits to MariaDB (decimals 0), so that a
+            // sum with a quotient shows the quotient's four: `x / 7 +
+            // DATE_FORMAT(d, '%Y')` is 2023.4286, not 2023.42857143.
+            Expr::Cast(_, CastTo::Char | CastTo::FixedChar(_)) => 0,
+            // Text read as a double for arithmetic keeps the text's.
+            Expr::Cast(inner, CastTo::Double) if matches!(self.kind(inner), Kind::Str { .. }) => {
+                self.decimals(inner)
+            }
             Expr::Sub(sub)
                 if matches!(sub.test, SubTest::Scalar) && sub.kinds == [Kind::Double] =>
             {
@@ -3225,6 +3233,13 @@ impl Scope<'_> {
                 Func::Ceil | Func::Floor => 0,
                 // MySQL's PI() shows six decimals (its value is the double's).
                 Func::Pi => 6,
+                // Text of no fraction digits, as CAST AS CHAR above.
+                Func::DateFormat
+                | Func::TimeFormat
+                | Func::DayName
+                | Func::MonthName
+                | Func::Hex => 0,
+                Func::FromUnixtime if args.len() == 2 => 0,
                 _ => by_kind,
             },
             _ => by_kind,

@@ -706,3 +706,21 @@ fn lowering_grows_its_own_stack() {
         .expect("lowering fits a small stack");
     assert!(lowered);
 }
+
+#[test]
+fn text_of_no_fraction_keeps_a_sum_fixed() {
+    // MariaDB gives DATE_FORMAT, HEX, CAST AS CHAR (and TIME_FORMAT,
+    // DAYNAME, MONTHNAME) decimals 0, so a sum with them shows the other
+    // operand's: a quotient's four; a string literal's are not fixed.
+    for (sql, decimals) in [
+        ("(@a / 7) + DATE_FORMAT(@d, '%Y')", 4),
+        ("1.5 + HEX(@a)", 1),
+        ("1.5 + CAST(@a AS CHAR)", 1),
+        ("2 + DAYNAME(@d)", 0),
+        ("1.5 + CONCAT(@a)", 31),
+        ("1.5 + '1'", 31),
+    ] {
+        let (_, meta) = lower_select(sql).expect("lowers");
+        assert_eq!(meta.decimals, decimals, "{sql}");
+    }
+}
