@@ -3392,8 +3392,10 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                     let cs = crate::engine::catalog::collation_charset(c);
                     let mut m =
                         ColumnMeta::expr("", ColumnType::VarString, cs, chars.saturating_mul(4));
-                    // MySQL's "not fixed" scale of a string expression.
-                    m.decimals = 31;
+                    // MySQL's "not fixed" scale of a string expression
+                    // (31), but 0 for text of no fraction digits
+                    // (`DATE_FORMAT`, `HEX`, `CAST AS CHAR`: `decimals`).
+                    m.decimals = scope.decimals(e).min(31);
                     m
                 }
             }

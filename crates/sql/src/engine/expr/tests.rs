@@ -719,6 +719,10 @@ fn text_of_no_fraction_keeps_a_sum_fixed() {
         ("2 + DAYNAME(@d)", 0),
         ("1.5 + CONCAT(@a)", 31),
         ("1.5 + '1'", 31),
+        // The text columns themselves, as MariaDB describes them.
+        ("DATE_FORMAT(@d, '%Y')", 0),
+        ("CAST(@a AS CHAR)", 0),
+        ("CONCAT(@a)", 31),
     ] {
         let (_, meta) = lower_select(sql).expect("lowers");
         assert_eq!(meta.decimals, decimals, "{sql}");
