@@ -423,7 +423,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
             CastTo::Unsigned => Kind::Int { unsigned: true },
-            CastTo::Char | CastTo::FixedChar(_) => Kind::Str {
+            CastTo::Char | CastTo::FixedChar(_) | CastTo::DoubleChar => Kind::Str {
                 collation: Some(Collation::Utf8mb4GeneralCi),
             },
             CastTo::Binary => Kind::Str { collation: None },
@@ -500,9 +500,10 @@ pub fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
                 .map(|(_, r)| r)
                 .chain(otherwise.iter().map(|o| &**o)),
         ),
-        Expr::Cast(_, CastTo::Binary | CastTo::Char | CastTo::FixedChar(_)) => {
-            COERCIBILITY_IMPLICIT
-        }
+        Expr::Cast(
+            _,
+            CastTo::Binary | CastTo::Char | CastTo::FixedChar(_) | CastTo::DoubleChar,
+        ) => COERCIBILITY_IMPLICIT,
         Expr::Col(_) | Expr::InsertValue(_) | Expr::Agg(_) | Expr::Win(_) | Expr::Sub(_) => {
             match kind(e, scope) {
                 Kind::Str { .. } => COERCIBILITY_IMPLICIT,
@@ -1794,6 +1795,12 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
         }
         CastTo::Char => Val::str(v.to_text()),
+        CastTo::DoubleChar => match v {
+            Val::Int(_) | Val::UInt(_) | Val::Dec(_) => {
+                Val::str(Val::Double(v.to_f64().0).to_text())
+            }
+            other => Val::str(other.to_text()),
+        },
         CastTo::FixedChar(decimals) => match v {
             Val::Double(f) if f.is_finite() => {
                 let mut text = Vec::new();

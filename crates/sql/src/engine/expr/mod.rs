@@ -432,6 +432,11 @@ pub enum CastTo {
     /// DOUBLE(10,2) holding 2.5 is '2.50'): made by the lowering, never
     /// written.
     FixedChar(u8),
+    /// A DOUBLE expression's value as text where an integer or decimal it
+    /// took (`GREATEST(u, 1e0)` taking a BIGINT UNSIGNED) is that double's
+    /// text (`1.8446744073709552e19`), as a UNION's text column holds a
+    /// DOUBLE arm's in MariaDB: made by the planner, never written.
+    DoubleChar,
 }
 
 /// `CAST(x AS DOUBLE(M,D))`: see [`CastTo::FixedDouble`].

@@ -293,6 +293,7 @@ fn cast(arm: &Arm<'_>, to: Kind) -> Option<CastTo> {
         // Text to text of another collation compares under the column's.
         Kind::Str { .. } => match arm.kind {
             Kind::Str { .. } => None,
+            Kind::Double => Some(CastTo::DoubleChar),
             _ => Some(CastTo::Char),
         },
         Kind::Int { unsigned: true } | Kind::Null | Kind::Date | Kind::Time { .. } => None,
