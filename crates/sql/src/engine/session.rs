@@ -717,11 +717,10 @@ impl SessionState {
     /// its own, as MariaDB's does (`SELECT 1/0; SELECT 1; SHOW WARNINGS`
     /// lists the division's warning).
     pub fn start_statement_of(&mut self, statement: &Stmt) {
-        // Nothing listed (the common case): nothing to decide.
-        if self.listed_count() == 0 {
-            self.start_statement();
-        } else if uses_no_table(statement) {
-            self.stale = Some(self.listed_count());
+        // Nothing listed (the common case): nothing to decide, nor walked.
+        let listed = self.listed_count();
+        if listed > 0 && uses_no_table(statement) {
+            self.stale = Some(listed);
             self.warnings = 0;
         } else {
             self.start_statement();

@@ -44,7 +44,6 @@ pub const OPS_PER_EXECUTE_MAX: usize = 256;
 /// the node's memory.
 pub const FETCH_ROWS_MAX: usize = 10_000_000;
 
-/// Runs a query (`SELECT`, `UNION`, …), its rows to `sink`.
 /// `DO expr, …` (parsed as the SELECT of its expressions): they are
 /// evaluated, their warnings and errors the statement's, and the row
 /// dropped; the answer is an OK.
@@ -76,6 +75,7 @@ pub fn run_do(conn: &mut Conn<'_>, select: &Statement) -> SqlResult<Answered> {
     }))
 }
 
+/// Runs a query (`SELECT`, `UNION`, …), its rows to `sink`.
 pub fn query(
     conn: &mut Conn<'_>,
     statement: &Statement,

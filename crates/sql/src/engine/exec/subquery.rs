@@ -146,21 +146,19 @@ pub(crate) fn prepare(
 pub(crate) fn reads_target(conn: &Conn<'_>, node: &impl Visit, target: &TableInfo) -> bool {
     let database = conn.session.database.clone().unwrap_or_default();
     find(node, 0).iter().any(|q| {
-        let mut hit = false;
-        let _ = ast::visit_relations(q, |name| {
+        ast::visit_relations(q, |name| {
             let parts = crate::engine::expr::name_parts(name);
             let (db, table) = match parts.as_slice() {
                 [t] => (database.as_str(), t.as_str()),
                 [d, t] => (d.as_str(), t.as_str()),
-                _ => return ControlFlow::<()>::Continue(()),
+                _ => return ControlFlow::Continue(()),
             };
-            hit = db.eq_ignore_ascii_case(&target.db) && table.eq_ignore_ascii_case(&target.name);
-            if hit {
+            if db.eq_ignore_ascii_case(&target.db) && table.eq_ignore_ascii_case(&target.name) {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
             }
-        });
-        hit
+        })
+        .is_break()
     })
 }

@@ -72,18 +72,17 @@ fn insert(
     // row, so a later row's sees the rows written before it: where that
     // can differ (several rows) such a subquery is refused rather than
     // answered otherwise.
-    let one_row = ins
-        .source
-        .as_ref()
-        .is_none_or(|s| matches!(&*s.body, ast::SetExpr::Values(v) if v.rows.len() == 1));
+    let values = ins.source.as_ref().and_then(|s| match &*s.body {
+        ast::SetExpr::Values(v) => Some(v),
+        _ => None,
+    });
+    let one_row = ins.source.is_none() || values.is_some_and(|v| v.rows.len() == 1);
     if !one_row
-        && (ins.source.as_ref().is_some_and(|s| {
-            matches!(&*s.body, ast::SetExpr::Values(_))
-                && super::subquery::reads_target(conn, &s.body, &table)
-        }) || ins
-            .on
-            .as_ref()
-            .is_some_and(|on| super::subquery::reads_target(conn, on, &table)))
+        && (values.is_some_and(|v| super::subquery::reads_target(conn, v, &table))
+            || ins
+                .on
+                .as_ref()
+                .is_some_and(|on| super::subquery::reads_target(conn, on, &table)))
     {
         return Err(SqlError::unsupported(format_args!(
             "a subquery reading the table '{}' that an INSERT of several rows writes \
@@ -2812,17 +2811,20 @@ fn delete_target(del: &ast::Delete) -> SqlResult<&ast::TableWithJoins> {
     let single = match (del.tables.as_slice(), from.as_slice()) {
         ([], [_]) => true,
         ([named], [only]) => {
-            // Compared by their parts' values, from the table's name up:
-            // `t` names `db.t`.
-            let parts = |n: &ast::ObjectName| -> Vec<String> {
-                let mut parts = crate::engine::expr::name_parts(n);
-                parts.reverse();
-                parts
+            // Compared by their parts' values, the named ones the last of
+            // the table's: `t` names `db.t`.
+            let named = crate::engine::expr::name_parts(named);
+            let names_it = |name: &ast::ObjectName| {
+                let parts = crate::engine::expr::name_parts(name);
+                parts.len() >= named.len()
+                    && parts[parts.len() - named.len()..]
+                        .iter()
+                        .zip(&named)
+                        .all(|(a, b)| a.eq_ignore_ascii_case(b))
             };
             only.joins.is_empty()
                 && matches!(&only.relation, ast::TableFactor::Table { name, alias: None, .. }
-                    if parts(named).iter().zip(parts(name)).all(|(a, b)| a.eq_ignore_ascii_case(&b))
-                        && parts(named).len() <= parts(name).len())
+                    if names_it(name))
         }
         _ => false,
     };

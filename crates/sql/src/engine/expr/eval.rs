@@ -1,6 +1,5 @@
 //! Evaluation of lowered expressions, and the kind of their values.
 
-use super::SUBQUERY_ROWS_MESSAGE;
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -13,6 +12,7 @@ use super::value::{
     self, datetime_of_micros, datetime_of_number, parse_datetime, str_number_prefix, Dec, Val,
     DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
 };
+use super::SUBQUERY_ROWS_MESSAGE;
 use super::{AggFn, AggSpec, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{Date, Time};
