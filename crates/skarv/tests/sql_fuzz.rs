@@ -100,8 +100,9 @@ fn corpus() -> Vec<String> {
 /// `SkarvDialect` (`crates/sql/src/engine/dialect.rs`) reads every
 /// statement of the suite as `MySqlDialect` does: the same tree, or an
 /// error from both, or (MariaDB's grammar that `MySqlDialect` lacks) a
-/// tree from it alone. It forwards each method `MySqlDialect` overrides;
-/// one it missed (a later sqlparser's) would show here.
+/// tree from it alone, or (what MariaDB's grammar refuses) an error from
+/// it alone. It forwards each method `MySqlDialect` overrides; one it
+/// missed (a later sqlparser's) would show here.
 #[test]
 fn the_dialect_reads_the_suite_as_mysql_does() {
     use sqlparser::dialect::MySqlDialect;
@@ -125,6 +126,11 @@ fn the_dialect_reads_the_suite_as_mysql_does() {
             // MariaDB's grammar that `MySqlDialect` does not read: the
             // prefix `!`, ON ending a select list without FROM.
             (Ok(_), Err(_)) => {}
+            // What MariaDB's grammar refuses and `MySqlDialect` reads: a
+            // multi-table DELETE's ORDER BY or LIMIT.
+            (Err(e), Ok(_))
+                if sql.to_ascii_uppercase().starts_with("DELETE")
+                    && e.to_string().contains("Expected: end of statement") => {}
             _ => panic!("{sql}: {ours:?} against {theirs:?}"),
         }
     }

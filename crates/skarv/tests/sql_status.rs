@@ -329,6 +329,21 @@ fn counters_follow_the_native_operations_and_pruned_scans_agree(sandbox: &Sandbo
     assert!(moved(&before, &after, "Ndb_api_trans_commit_count_session") >= 1);
     assert!(moved(&before, &after, "Ndb_api_trans_abort_count_session") >= 1);
 
+    // Multi-table UPDATE and DELETE count as MariaDB's `_multi` forms.
+    let before = status(&mut conn, false);
+    conn.query_drop(
+        "UPDATE lead AS a JOIN lead AS b ON b.u = a.u AND b.id = a.id SET a.v = b.v + 1 \
+         WHERE a.u = 1 AND a.id = 1",
+    )
+    .expect("multi-table update");
+    conn.query_drop("DELETE a FROM lead AS a JOIN lead AS b ON b.id = a.id WHERE a.id < 0")
+        .expect("multi-table delete");
+    let after = status(&mut conn, false);
+    assert_eq!(moved(&before, &after, "Com_update_multi"), 1);
+    assert_eq!(moved(&before, &after, "Com_update"), 0);
+    assert_eq!(moved(&before, &after, "Com_delete_multi"), 1);
+    assert_eq!(moved(&before, &after, "Com_delete"), 0);
+
     // The global figures sum the connections; a session's are its own.
     let mut other = connect(port);
     let mine = status(&mut conn, false);

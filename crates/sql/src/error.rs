@@ -206,6 +206,12 @@ pub mod codes {
     pub const NOT_SUPPORTED_YET: u16 = 1235;
     /// ER_NON_UPDATABLE_TABLE.
     pub const NON_UPDATABLE_TABLE: u16 = 1288;
+    /// ER_UPDATE_TABLE_USED: a multi-table DELETE's subquery reads a table
+    /// it deletes from.
+    pub const UPDATE_TABLE_USED: u16 = 1093;
+    /// ER_MULTI_UPDATE_KEY_CONFLICT: a table updated under two names has
+    /// its primary key changed.
+    pub const MULTI_UPDATE_KEY_CONFLICT: u16 = 1706;
     pub const INCORRECT_GLOBAL_LOCAL_VAR: u16 = 1238;
     pub const GLOBAL_VARIABLE: u16 = 1229;
     pub const LOCAL_VARIABLE: u16 = 1228;

@@ -141,6 +141,98 @@ fn joins_over_a_sandbox() {
     assert!(scans < 20, "{scans} scan requests");
 
     explain(&mut conn);
+    multi_table_writes(&engine, &mut conn, batches);
+}
+
+/// Multi-table UPDATE and DELETE: their join reads in batches as a
+/// SELECT's, their writes go in batches of `OPS_PER_EXECUTE_MAX` (not one
+/// round trip per row), the first joined row of a target row decides its
+/// values (ORDER BY orders the joined rows), LIMIT counts joined rows, and
+/// EXPLAIN shows the join's plan.
+fn multi_table_writes(engine: &sql::engine::Engine, conn: &mut Conn<'_>, batches: u64) {
+    use sql::engine::exec::OPS_PER_EXECUTE_MAX;
+    q(conn, "CREATE TABLE w (id INT PRIMARY KEY, v INT, n INT)");
+    q(conn, "INSERT INTO w SELECT id, 0, 0 FROM o");
+    // Every o row finds its w row by key; the 500 with an i row change.
+    let (_, key_reqs, _) = cost(
+        engine,
+        conn,
+        "UPDATE w JOIN o ON o.id = w.id JOIN i ON i.id = o.k SET w.v = i.v + 1",
+    );
+    let writes = 500usize.div_ceil(OPS_PER_EXECUTE_MAX) as u64;
+    assert!(
+        key_reqs <= 2 * batches + writes + 3 + STATS_REFRESH_KEY_REQS,
+        "{key_reqs} key batches to join {OUTER_ROWS} rows twice and change 500"
+    );
+    assert_eq!(
+        q(conn, "SELECT COUNT(*), SUM(v) FROM w WHERE v > 0"),
+        vec![vec!["500".to_owned(), (249_500 + 500).to_string()]]
+    );
+    // r.k = id / 2: w row x is in the joined rows of r 2x and 2x + 1; in
+    // descending order of r.id the second comes first and decides.
+    q(
+        conn,
+        "UPDATE w JOIN r ON r.k = w.id SET w.n = r.id, w.v = w.v + 1 ORDER BY r.id DESC",
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT n, v FROM w WHERE id IN (0, 7, 499) ORDER BY id"
+        ),
+        vec![
+            vec!["1".to_owned(), "2".to_owned()],
+            vec!["15".to_owned(), "16".to_owned()],
+            vec!["999".to_owned(), "1000".to_owned()],
+        ]
+    );
+    // LIMIT 4 of the joined rows in r's order: r 0 to 3, w rows 0 and 1.
+    q(
+        conn,
+        "UPDATE w JOIN r ON r.k = w.id SET w.n = -1 ORDER BY r.id LIMIT 4",
+    );
+    assert_eq!(
+        q(conn, "SELECT id FROM w WHERE n = -1 ORDER BY id"),
+        vec![vec!["0".to_owned()], vec!["1".to_owned()]]
+    );
+    assert_eq!(
+        plan_of(conn, "UPDATE w JOIN o ON o.id = w.id SET w.v = o.k"),
+        vec![
+            row("w", "ALL", "NULL", "NULL", "NULL"),
+            row(
+                "o",
+                "eq_ref",
+                "PRIMARY",
+                "j.w.id",
+                "Using join buffer (Batched Key Access)"
+            ),
+        ]
+    );
+    // DELETE of both tables' rows, in batches; w's 500 rows without an i
+    // row, and the r rows of w's first 10.
+    let (_, key_reqs, _) = cost(
+        engine,
+        conn,
+        "DELETE w FROM w JOIN o ON o.id = w.id LEFT JOIN i ON i.id = o.k WHERE i.id IS NULL",
+    );
+    assert!(
+        key_reqs <= 2 * batches + writes + 3 + STATS_REFRESH_KEY_REQS,
+        "{key_reqs} key batches to delete 500 rows"
+    );
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM w"),
+        vec![vec!["500".to_owned()]]
+    );
+    q(
+        conn,
+        "DELETE w, r FROM w JOIN r ON r.k = w.id WHERE w.id < 10",
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT (SELECT COUNT(*) FROM w), (SELECT COUNT(*) FROM r)"
+        ),
+        vec![vec!["490".to_owned(), "980".to_owned()]]
+    );
 }
 
 /// (table, type, key, ref, Extra) of each row of `EXPLAIN sql`.

@@ -29,7 +29,7 @@ use sqlparser::ast::{Expr, Statement};
 use sqlparser::dialect::{Dialect, MySqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 /// The logical `XOR`'s rank: below `AND` (10), above `OR` (5), as in
 /// MariaDB's grammar (`%left OR_SYM OR2_SYM`, `%left XOR`, `%left AND_SYM
@@ -118,6 +118,14 @@ impl Dialect for SkarvDialect {
     }
 
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        if parser.peek_keyword(Keyword::UPDATE) && update_lists_tables(parser) {
+            return Some(parse_update_of_tables(parser));
+        }
+        if parser.peek_keyword(Keyword::DELETE) {
+            if let Some(error) = multi_delete_order_or_limit(parser) {
+                return Some(Err(error));
+            }
+        }
         MYSQL.parse_statement(parser)
     }
 
@@ -181,6 +189,116 @@ impl Dialect for SkarvDialect {
     );
 }
 
+/// The tokens of the statement ahead, from the next one, up to its end
+/// (`;` or the end of the text), each with its depth in parentheses.
+fn statement_ahead<'p>(
+    parser: &'p Parser<'_>,
+) -> impl Iterator<Item = (usize, &'p TokenWithSpan)> + Clone + 'p {
+    let mut depth = 0usize;
+    (0..)
+        .map(|n| parser.peek_nth_token_ref(n))
+        .take_while(|t| !matches!(t.token, Token::EOF | Token::SemiColon))
+        .map(move |t| {
+            match t.token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            (depth, t)
+        })
+}
+
+/// Whether the UPDATE ahead names several tables separated by commas
+/// before its SET (`UPDATE a, b SET …`), which the parser does not read
+/// (it takes one table with its joins).
+fn update_lists_tables(parser: &Parser) -> bool {
+    statement_ahead(parser)
+        .take_while(|(depth, t)| {
+            *depth > 0 || !matches!(&t.token, Token::Word(w) if w.keyword == Keyword::SET)
+        })
+        .any(|(depth, t)| depth == 0 && t.token == Token::Comma)
+}
+
+/// MariaDB's multi-table UPDATE (`UPDATE a, b JOIN c ON … SET … WHERE …
+/// [ORDER BY …] [LIMIT n]`), read as the parser's `Update` with the first
+/// comma-separated item as its table and the others as its FROM (before
+/// SET); `UPDATE OR IGNORE` is what `UPDATE IGNORE` is mended to.
+fn parse_update_of_tables(parser: &mut Parser) -> Result<Statement, ParserError> {
+    use sqlparser::ast::{SqliteOnConflict, Update, UpdateTableFromKind};
+    let update_token = parser.next_token();
+    let or = parser
+        .parse_keywords(&[Keyword::OR, Keyword::IGNORE])
+        .then_some(SqliteOnConflict::Ignore);
+    let mut tables = parser.parse_comma_separated(Parser::parse_table_and_joins)?;
+    let table = tables.remove(0);
+    parser.expect_keyword_is(Keyword::SET)?;
+    let assignments = parser.parse_comma_separated(Parser::parse_assignment)?;
+    let selection = if parser.parse_keyword(Keyword::WHERE) {
+        Some(parser.parse_expr()?)
+    } else {
+        None
+    };
+    let order_by = if parser.parse_keywords(&[Keyword::ORDER, Keyword::BY]) {
+        parser.parse_comma_separated(Parser::parse_order_by_expr)?
+    } else {
+        Vec::new()
+    };
+    let limit = if parser.parse_keyword(Keyword::LIMIT) {
+        Some(parser.parse_expr()?)
+    } else {
+        None
+    };
+    Ok(Statement::Update(Update {
+        update_token: update_token.into(),
+        optimizer_hints: Vec::new(),
+        table,
+        on_cluster: None,
+        assignments,
+        from: Some(UpdateTableFromKind::BeforeSet(tables)),
+        selection,
+        returning: None,
+        output: None,
+        or,
+        order_by,
+        limit,
+        settings: None,
+    }))
+}
+
+/// The syntax error of a multi-table DELETE with ORDER BY or LIMIT, which
+/// MariaDB's grammar gives only the single-table form: at the ORDER or
+/// LIMIT, as MariaDB's 1064 quotes the text from there. Multi-table: a
+/// list of tables before FROM (`DELETE a, b FROM …`, `DELETE a FROM a
+/// JOIN b …`) or a USING.
+fn multi_delete_order_or_limit(parser: &Parser) -> Option<ParserError> {
+    let word = |t: &TokenWithSpan, k: Keyword| matches!(&t.token, Token::Word(w) if w.keyword == k);
+    let mut tokens = statement_ahead(parser)
+        .filter(|(depth, _)| *depth == 0)
+        .map(|(_, t)| t);
+    // DELETE, then a table's name before FROM, or FROM … USING.
+    tokens.next()?;
+    let mut multi = !tokens
+        .clone()
+        .next()
+        .is_some_and(|t| word(t, Keyword::FROM));
+    let mut ahead = tokens.peekable();
+    while let Some(t) = ahead.next() {
+        multi |= word(t, Keyword::USING);
+        let ends = word(t, Keyword::LIMIT)
+            || (word(t, Keyword::ORDER) && ahead.peek().is_some_and(|n| word(n, Keyword::BY)));
+        if ends {
+            return multi.then(|| {
+                let at = t.span.start;
+                ParserError::ParserError(format!(
+                    "Expected: end of statement, found: {} at Line: {}, Column: {}",
+                    t.token, at.line, at.column
+                ))
+            });
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +352,62 @@ mod tests {
         assert!(ins.on.is_some());
         assert!(Parser::parse_sql(&SkarvDialect, "SELECT 1 ON").is_err());
         assert!(Parser::parse_sql(&SkarvDialect, "SELECT 1 AS `on`, 2 other").is_ok());
+    }
+
+    #[test]
+    fn an_update_lists_tables_and_a_multi_table_delete_is_not_sorted() {
+        use sqlparser::ast::{SqliteOnConflict, UpdateTableFromKind};
+        let update = |sql: &str| match Parser::parse_sql(&SkarvDialect, sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .remove(0)
+        {
+            Statement::Update(up) => up,
+            other => panic!("{sql}: {other}"),
+        };
+        let up = update("UPDATE a, b JOIN c ON c.id = b.id SET a.x = 1 WHERE a.id = b.id LIMIT 2");
+        assert_eq!(up.table.to_string(), "a");
+        let Some(UpdateTableFromKind::BeforeSet(more)) = &up.from else {
+            panic!("no FROM: {:?}", up.from);
+        };
+        assert_eq!(more.len(), 1);
+        assert_eq!(more[0].joins.len(), 1);
+        assert!(up.selection.is_some() && up.limit.is_some());
+        assert_eq!(
+            update("UPDATE OR IGNORE a, b SET a.x = 1").or,
+            Some(SqliteOnConflict::Ignore)
+        );
+        // A comma inside parentheses lists nothing.
+        let up = update("UPDATE a SET x = (SELECT 1 FROM b, c), y = 2");
+        assert!(up.from.is_none() && up.assignments.len() == 2);
+        // MariaDB gives ORDER BY and LIMIT to the single-table DELETE only.
+        for (sql, refused) in [
+            (
+                "DELETE a FROM a JOIN b ON a.id = b.id ORDER BY a.id",
+                Some("ORDER"),
+            ),
+            ("DELETE a, b FROM a, b LIMIT 1", Some("LIMIT")),
+            (
+                "DELETE FROM a, b USING a JOIN b ORDER BY a.id",
+                Some("ORDER"),
+            ),
+            ("DELETE FROM a ORDER BY id LIMIT 1", None),
+            (
+                "DELETE FROM a WHERE id IN (SELECT id FROM b ORDER BY id LIMIT 1)",
+                None,
+            ),
+        ] {
+            let parsed = Parser::parse_sql(&SkarvDialect, sql);
+            match refused {
+                Some(word) => {
+                    let error = parsed.expect_err(sql).to_string();
+                    assert!(
+                        error.contains(&format!("found: {word} at Line: 1")),
+                        "{sql}: {error}"
+                    );
+                }
+                None => assert!(parsed.is_ok(), "{sql}: {parsed:?}"),
+            }
+        }
     }
 
     #[test]

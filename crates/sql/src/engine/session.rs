@@ -1413,6 +1413,38 @@ pub fn delete_ignore(del: &sqlparser::ast::Delete) -> bool {
         .any(|h| Some((h.prefix.as_str(), h.text.as_str())) == DELETE_IGNORE_HINT.split_once('+'))
 }
 
+/// A multi-table DELETE's `t.*` in its list of tables (`DELETE a.*, b.*
+/// FROM a JOIN b …`, `DELETE FROM a.* USING …`), which the parser does not
+/// read, as the `t` it means: the `.*` after a name goes, in the list from
+/// `from` (the token after DELETE and its modifiers) to its FROM (or, for
+/// the USING form, its USING).
+fn drop_table_stars(tokens: &mut Vec<TokenWithSpan>, from: usize) {
+    let mut at = from;
+    let mut first = true;
+    while at < tokens.len() {
+        match &tokens[at].token {
+            Token::Whitespace(_) => {}
+            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::FROM && first => {}
+            Token::Word(w)
+                if w.quote_style.is_none()
+                    && matches!(w.keyword, Keyword::FROM | Keyword::USING | Keyword::WHERE) =>
+            {
+                return
+            }
+            Token::Period if tokens.get(at + 1).is_some_and(|t| t.token == Token::Mul) => {
+                tokens.drain(at..at + 2);
+                continue;
+            }
+            Token::Word(_) | Token::Comma | Token::Period => {}
+            _ => return,
+        }
+        if !matches!(tokens[at].token, Token::Whitespace(_)) {
+            first = false;
+        }
+        at += 1;
+    }
+}
+
 /// Words MariaDB reads otherwise than the parser's MySQL dialect, mended
 /// in place before the statement is parsed (here and in `engine::parse`):
 ///
@@ -1562,6 +1594,7 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
                     });
                     tokens.splice(at + 1..=last, hint);
                 }
+                drop_table_stars(tokens, at + 1);
             }
             Keyword::DOUBLE => {
                 let precision = next_significant(tokens, at + 1).filter(|&p| {
@@ -2571,6 +2604,9 @@ mod tests {
             ("DELETE IGNORE FROM t WHERE a = 1", true, 0),
             ("delete low_priority quick ignore from t", true, 0),
             ("DELETE QUICK IGNORE t FROM t", true, 1),
+            // A multi-table DELETE's `t.*` is `t`.
+            ("DELETE a.*, b.* FROM a JOIN b ON a.id = b.id", false, 2),
+            ("DELETE IGNORE b.* FROM a, b", true, 1),
             ("DELETE LOW_PRIORITY FROM t", false, 0),
             ("DELETE QUICK FROM t", false, 0),
             ("DELETE FROM t", false, 0),

@@ -59,6 +59,7 @@ pub const COM_NAMES: &[&str] = &[
     "create_user",
     "dealloc_sql",
     "delete",
+    "delete_multi",
     "do",
     "drop_db",
     "drop_index",
@@ -100,6 +101,7 @@ pub const COM_NAMES: &[&str] = &[
     "stmt_reprepare",
     "truncate",
     "update",
+    "update_multi",
 ];
 
 /// How many `Com_*` counters there are.
@@ -499,7 +501,9 @@ fn com_of(statement: &Stmt) -> Option<usize> {
                 (false, Some(sqlparser::ast::SetExpr::Values(_)) | None) => c!("insert"),
                 (false, Some(_)) => c!("insert_select"),
             },
+            S::Update(u) if super::exec::is_multi_update(u) => c!("update_multi"),
             S::Update(_) => c!("update"),
+            S::Delete(d) if super::exec::is_multi_delete(d) => c!("delete_multi"),
             S::Delete(_) => c!("delete"),
             S::StartTransaction { .. } => c!("begin"),
             S::Commit { .. } => c!("commit"),

@@ -7,6 +7,7 @@ pub(crate) mod derived;
 mod from;
 pub mod join;
 pub mod load;
+mod multi;
 pub mod outfile;
 pub mod pushed;
 mod select;
@@ -35,6 +36,7 @@ use crate::backend::ResultSink;
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::SqlValue;
 
+pub(crate) use multi::{is_multi_delete, is_multi_update};
 pub use select::describe;
 
 /// Key reads or writes defined per execute (one round trip each).

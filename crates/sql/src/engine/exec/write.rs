@@ -687,7 +687,7 @@ fn first_row_is_empty(ins: &ast::Insert) -> bool {
         })
 }
 
-fn last_ident(n: &ast::ObjectName) -> String {
+pub(super) fn last_ident(n: &ast::ObjectName) -> String {
     n.0.last()
         .map(|p| match p.as_ident() {
             Some(i) => i.value.clone(),
@@ -731,7 +731,7 @@ fn eval_row(
 /// `value`, lowered from `written`, to be stored in a column of type
 /// `ty`: a bit-value or 0x literal is its number in a numeric column, as
 /// MariaDB stores it (`SET flags = 0x05` is 5, not the byte 0x05).
-fn for_column(ty: Option<&super::SqlType>, written: &ast::Expr, value: Expr) -> Expr {
+pub(super) fn for_column(ty: Option<&super::SqlType>, written: &ast::Expr, value: Expr) -> Expr {
     if ty.is_some_and(|ty| ty.is_number() || matches!(ty, super::SqlType::Year)) {
         crate::engine::expr::as_number_literal(written, value)
     } else {
@@ -1489,7 +1489,7 @@ fn upsert_update(
         return Ok(false);
     };
     ctx.insert_values = inserted;
-    let changes = changes_of(table, &old, assignments, checks, &mut ctx, n + 1)?;
+    let changes = changes_of(table, &old, 0, assignments, checks, &mut ctx, n + 1)?;
     ctx.warnings = abort_on_warning(ctx.strict, std::mem::take(&mut ctx.warnings))?;
     let changed = define_update(tx, table, &old, &key, &changes, ctx.env.tz_secs, n + 1)?;
     // An update that may take a unique value is sent now, so that its
@@ -1605,7 +1605,7 @@ fn whole_row(
 /// stores) stays index 0, where a write of '' is 1265. Without it an
 /// UPDATE of the primary key (a delete and an insert of the whole row),
 /// or a statement's undo, failed on a column it did not write.
-fn stored_again(v: &Val, target: &Target<'_>) -> SqlResult<Value> {
+pub(super) fn stored_again(v: &Val, target: &Target<'_>) -> SqlResult<Value> {
     if let (super::SqlType::Enum(members), Val::Str(b)) = (&target.column.ty, v) {
         if b.is_empty() && !members.iter().any(String::is_empty) {
             return Ok(Value::UInt(0));
@@ -1661,7 +1661,7 @@ pub(crate) fn strict_error(ctx: &mut Ctx<'_>) -> Option<SqlError> {
 
 /// Defines the update of one row by its `changes` (none: nothing is
 /// defined, false).
-fn define_update(
+pub(super) fn define_update(
     tx: &Transaction<'_>,
     table: &TableInfo,
     old: &[Val],
@@ -1719,7 +1719,7 @@ fn row_after(table: &TableInfo, old: &[Val], changes: &[(usize, Value)]) -> Vec<
 
 /// Whether the row `old` (primary key `key`) with `changes` would take a
 /// primary or unique key another row holds (UPDATE IGNORE's test).
-fn key_taken(
+pub(super) fn key_taken(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
     old: &[Val],
@@ -1761,7 +1761,7 @@ fn key_taken(
 
 /// The 1062 of an update that broke a unique index: the row as it was
 /// to become, and the index the native error names.
-fn update_duplicate(
+pub(super) fn update_duplicate(
     table: &TableInfo,
     old: &[Val],
     changes: &[(usize, Value)],
@@ -1784,13 +1784,45 @@ pub(crate) fn failed_op(error: &skarv_client::Error) -> Option<usize> {
         .and_then(|n| n.parse().ok())
 }
 
-fn changes_of(
+/// The changes `assignments` (a column of `table`, its value over the
+/// row read) make to the row `old` (the table's columns from `offset`:
+/// a join's combined row), evaluated left to right, each seeing the
+/// values assigned before it; a value equal to the column's is no change.
+pub(super) fn changes_of(
     table: &TableInfo,
     old: &[Val],
+    offset: usize,
     assignments: &[(usize, Expr)],
     checks: &[Check],
     ctx: &mut Ctx<'_>,
     row_number: usize,
+) -> SqlResult<Vec<(usize, Value)>> {
+    let mut cut = 0;
+    changes_counted(
+        table,
+        old,
+        offset,
+        assignments,
+        checks,
+        ctx,
+        row_number,
+        &mut cut,
+    )
+}
+
+/// [`changes_of`], counting in `cut` the warnings of storing the values
+/// (MariaDB's `cuted_fields`, which a multi-table UPDATE's info line
+/// gives).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn changes_counted(
+    table: &TableInfo,
+    old: &[Val],
+    offset: usize,
+    assignments: &[(usize, Expr)],
+    checks: &[Check],
+    ctx: &mut Ctx<'_>,
+    row_number: usize,
+    cut: &mut usize,
 ) -> SqlResult<Vec<(usize, Value)>> {
     let mut row = old.to_vec();
     let mut changes = Vec::new();
@@ -1813,9 +1845,11 @@ fn changes_of(
         };
         // Its rounding note whether or not the row changes: the value is
         // stored before it is compared.
+        let before = ctx.warnings.len();
         let stored = super::convert::store(&v, &target, ctx)?;
+        *cut += ctx.warnings.len() - before;
         let new = super::convert::from_native(&stored, &column.ty, ctx.env.tz_secs);
-        let same = match (&new, &row[*col]) {
+        let same = match (&new, &row[offset + *col]) {
             (Val::Null, Val::Null) => true,
             (Val::Null, _) | (_, Val::Null) => false,
             // MariaDB compares the stored bytes: -0 and 0 differ.
@@ -1825,12 +1859,17 @@ fn changes_of(
         if same {
             continue;
         }
-        row[*col] = new;
+        row[offset + *col] = new;
         changes.retain(|(p, _)| *p != column.native);
         changes.push((column.native, stored));
     }
     if !changes.is_empty() {
-        check_row(checks, table, &row, ctx)?;
+        check_row(
+            checks,
+            table,
+            &row[offset..offset + table.columns.len()],
+            ctx,
+        )?;
     }
     // ON UPDATE CURRENT_TIMESTAMP: a changed row takes the statement's
     // time in such columns it does not set itself.
@@ -1908,7 +1947,7 @@ pub(crate) fn lower_defaults(
 }
 
 /// The table's CHECK constraints, lowered once per statement.
-fn lower_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Check>> {
+pub(super) fn lower_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Check>> {
     lower_checks_as(conn, table, &table.name)
 }
 
@@ -1976,7 +2015,7 @@ pub(crate) fn is_default_word(e: &ast::Expr) -> bool {
 /// an INSERT would fill it (the statement's time, an expression's value,
 /// the stored default or NULL); 1364 for a NOT NULL column without one,
 /// as MariaDB's.
-fn default_assigned(
+pub(super) fn default_assigned(
     scope: &mut crate::engine::expr::Scope<'_>,
     table: &TableInfo,
     at: usize,
@@ -2010,11 +2049,11 @@ pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
 /// The WHERE (split: what the read tests, and the conjuncts that run
 /// correlated subqueries, tested after), ORDER BY and LIMIT of an
 /// UPDATE/DELETE, lowered.
-struct Targets {
-    cond: Option<Expr>,
-    late: Option<Expr>,
-    order: Vec<(Expr, bool)>,
-    limit: Option<Expr>,
+pub(super) struct Targets {
+    pub cond: Option<Expr>,
+    pub late: Option<Expr>,
+    pub order: Vec<(Expr, bool)>,
+    pub limit: Option<Expr>,
 }
 
 impl Targets {
@@ -2229,14 +2268,14 @@ fn fold_junction(
 }
 
 /// Whether a table has a unique index besides its primary key.
-fn has_unique(def: &schema::TableDef) -> bool {
+pub(super) fn has_unique(def: &schema::TableDef) -> bool {
     def.indexes
         .iter()
         .any(|i| i.kind == schema::IndexKind::Unique)
 }
 
 /// A row an UPDATE or DELETE touches: its values and its primary key.
-type TargetRow = (Vec<Val>, Vec<Value>);
+pub(super) type TargetRow = (Vec<Val>, Vec<Value>);
 
 /// An UPDATE's or DELETE's WHERE folded as MariaDB's optimizer reads it
 /// before the rows: constants first, then the string literals compared
@@ -2516,7 +2555,7 @@ fn first_update_error_of_rows(
             Err(error) => return Ok(Some(error)),
         }
         matched += 1;
-        let changes = match changes_of(table, &old, assignments, checks, ctx, read + 1) {
+        let changes = match changes_of(table, &old, 0, assignments, checks, ctx, read + 1) {
             Ok(changes) => changes,
             Err(error) => return Ok(Some(error)),
         };
@@ -2538,7 +2577,7 @@ fn first_update_error_of_rows(
 
 /// A primary key's bytes (empty for one that does not encode: read from
 /// a row, it does).
-fn key_bytes(def: &schema::TableDef, key: &[Value]) -> Vec<u8> {
+pub(super) fn key_bytes(def: &schema::TableDef, key: &[Value]) -> Vec<u8> {
     let mut bytes = Vec::new();
     let _ = schema::key::KeyEncoder::primary_key(def).encode(key, &mut bytes);
     bytes
@@ -2684,7 +2723,7 @@ fn in_key_order(table: &TableInfo, rows: &mut Vec<TargetRow>) {
 
 /// Of the rows fetched, those the late conjuncts (correlated subqueries)
 /// pass, in ORDER BY order, cut at LIMIT.
-fn order_targets(
+pub(super) fn order_targets(
     mut rows: Vec<TargetRow>,
     targets: &Targets,
     limit: Option<usize>,
@@ -2742,7 +2781,7 @@ fn order_targets(
 
 /// An error of [`with_per_row`], and the statement's transaction unless
 /// the error ended it (rolled back).
-type PerRowError<'s> = (SqlError, Option<Transaction<'s>>);
+pub(super) type PerRowError<'s> = (SqlError, Option<Transaction<'s>>);
 
 /// Runs `f` (what an UPDATE/DELETE evaluates after its rows are read and
 /// locked: late conjuncts, ORDER BY, SET) with a context whose
@@ -2756,7 +2795,7 @@ type PerRowError<'s> = (SqlError, Option<Transaction<'s>>);
 /// table changed (which MariaDB 10.3+ allows, MySQL refuses with 1093)
 /// reads every row as it was before the statement, as MariaDB's do: it
 /// reads them all before it writes.
-fn with_per_row<'s, R>(
+pub(super) fn with_per_row<'s, R>(
     conn: &mut Conn<'s>,
     tx: Transaction<'s>,
     per_row: bool,
@@ -2803,8 +2842,9 @@ fn with_per_row<'s, R>(
 
 /// The one table a DELETE removes rows of: `DELETE FROM t …`, or the
 /// multi-table form naming that table alone (`DELETE t FROM t WHERE …`,
-/// which MariaDB runs as the single-table DELETE). Others are refused.
-fn delete_target(del: &ast::Delete) -> SqlResult<&ast::TableWithJoins> {
+/// which MariaDB runs as the single-table DELETE). None: a multi-table
+/// DELETE (`super::multi`).
+pub(super) fn delete_target(del: &ast::Delete) -> Option<&ast::TableWithJoins> {
     let from = match &del.from {
         ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
     };
@@ -2829,15 +2869,12 @@ fn delete_target(del: &ast::Delete) -> SqlResult<&ast::TableWithJoins> {
         _ => false,
     };
     match from.as_slice() {
-        [only] if single && del.using.is_none() => Ok(only),
-        _ => Err(SqlError::unsupported("multi-table DELETE")),
+        [only] if single && del.using.is_none() && only.joins.is_empty() => Some(only),
+        _ => None,
     }
 }
 
 fn single_table(from: &ast::TableWithJoins) -> SqlResult<&ast::ObjectName> {
-    if !from.joins.is_empty() {
-        return Err(SqlError::unsupported("multi-table UPDATE and DELETE"));
-    }
     match &from.relation {
         ast::TableFactor::Table { name, .. } => Ok(name),
         other => Err(SqlError::unsupported(format_args!("{other}"))),
@@ -2850,6 +2887,9 @@ fn update(
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
+    if super::multi::is_multi_update(up) {
+        return super::multi::update(conn, up, params, placeholders);
+    }
     let table =
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&up.table)?)?)?;
     super::subquery::prepare(conn, up, 0, placeholders, Some(params))?;
@@ -2943,7 +2983,8 @@ fn update(
                 let assigning = *planned_warnings;
                 for (n, (old, key)) in rows.into_iter().enumerate() {
                     c.check_killed()?;
-                    let changes = match changes_of(&table, &old, &assignments, &checks, c, n + 1) {
+                    let changes = match changes_of(&table, &old, 0, &assignments, &checks, c, n + 1)
+                    {
                         // Not counted as matched, as MariaDB counts it.
                         Err(e) if ignore && e.code == codes::CONSTRAINT_FAILED => {
                             c.warn(e.code, e.message);
@@ -3083,10 +3124,11 @@ fn delete(
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
-    let table = crate::engine::alter_copy::wait_writable(
-        conn,
-        table_of(conn, single_table(delete_target(del)?)?)?,
-    )?;
+    let Some(target) = delete_target(del) else {
+        return super::multi::delete(conn, del, params, placeholders);
+    };
+    let table =
+        crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(target)?)?)?;
     super::subquery::prepare(conn, del, 0, placeholders, Some(params))?;
     let columns = table_scope(&table, &table.name);
     super::correlated::plan(conn, &del.selection, 0, &columns, &[], placeholders)?;
@@ -3211,6 +3253,16 @@ pub fn explain(
     sink: &mut dyn crate::backend::ResultSink,
 ) -> SqlResult<Answered> {
     let params: &[Val] = &[];
+    let multi = match statement {
+        Statement::Update(up) => super::multi::is_multi_update(up),
+        Statement::Delete(del) => super::multi::is_multi_delete(del),
+        _ => false,
+    };
+    if multi {
+        if let Some(q) = super::multi::explained_query(statement)? {
+            return super::select::explain(conn, &q, format, more, sink);
+        }
+    }
     let (table, select_type, targets, assignments) = match statement {
         Statement::Update(up) => {
             let table = table_of(conn, single_table(&up.table)?)?;
@@ -3235,7 +3287,9 @@ pub fn explain(
             (table, "UPDATE", targets, assignments)
         }
         Statement::Delete(del) => {
-            let table = table_of(conn, single_table(delete_target(del)?)?)?;
+            let target = delete_target(del)
+                .ok_or_else(|| SqlError::unsupported("EXPLAIN of this DELETE"))?;
+            let table = table_of(conn, single_table(target)?)?;
             super::subquery::prepare(conn, del, 0, &[], Some(params))?;
             let columns = table_scope(&table, &table.name);
             super::correlated::plan(conn, &del.selection, 0, &columns, &[], &[])?;

@@ -449,6 +449,44 @@ struct Choice {
     filter: Option<Filter>,
 }
 
+/// A conjunct of one table (`tables`, a bit set) folded as that table's
+/// WHERE is folded (`plan::fold_constants`, numbers too): a string
+/// compared with a number column is read as a number once, its warning
+/// once, not per row, as MariaDB's optimizer does for a join as for one
+/// table. Not a derived table's, nor an IS NULL of a table an outer join
+/// NULL-extends (`c IS NULL` of a NOT NULL column folds to false, which
+/// it is not there). None when it folds to true. (An outer table's ON is
+/// not folded: its string literals are read per row.)
+fn fold_one_table(
+    spec: &JoinSpec,
+    tables: u64,
+    e: &Expr,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Expr>> {
+    let single = tables.count_ones() == 1;
+    let t = &spec.tables[if single {
+        tables.trailing_zeros() as usize
+    } else {
+        0
+    }];
+    let mut null_test = false;
+    if t.outer {
+        e.each(&mut |x| null_test |= matches!(x, Expr::IsNull(..)));
+    }
+    if !single || null_test || t.rows.is_some() || t.semi.is_some() || e.has_sub() {
+        return Ok(Some(e.clone()));
+    }
+    let offset = t.offset;
+    let local = map_columns(e, &|c| c - offset);
+    Ok(
+        match crate::engine::plan::fold_constants(&t.table, Some(&local), true, ctx)? {
+            Some(std::borrow::Cow::Borrowed(_)) => Some(e.clone()),
+            Some(std::borrow::Cow::Owned(folded)) => Some(map_columns(&folded, &|c| c + offset)),
+            None => None,
+        },
+    )
+}
+
 /// Plans a join: order and access of every table. `cond` is WHERE over the
 /// combined row. Evaluates constants (and placeholders) with `ctx`.
 pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResult<JoinPlan> {
@@ -459,17 +497,22 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             format!("Too many tables; MySQL can only use {JOIN_TABLES_MAX} tables in a join"),
         ));
     }
-    let mut conds: Vec<Cond> = cond
+    let mut conds: Vec<Cond> = Vec::new();
+    for e in cond
         .map(Expr::conjuncts)
         .unwrap_or_default()
         .into_iter()
         .chain(spec.inner_on.iter().flat_map(Expr::conjuncts))
-        .map(|e| Cond {
-            tables: tables_of(spec, e),
-            expr: e.clone(),
-            used: false,
-        })
-        .collect();
+    {
+        let tables = tables_of(spec, e);
+        if let Some(expr) = fold_one_table(spec, tables, e, ctx)? {
+            conds.push(Cond {
+                tables,
+                expr,
+                used: false,
+            });
+        }
+    }
     let mut placed: u64 = 0;
     let mut steps = Vec::with_capacity(n);
     // Estimated rows of the join of the tables placed so far.

@@ -1,0 +1,836 @@
+//! Multi-table `UPDATE` and `DELETE`: `UPDATE a JOIN b ON … SET a.x =
+//! b.y, b.z = … WHERE …`, `UPDATE a, b SET …`, `DELETE a, b FROM a JOIN b
+//! …`, `DELETE FROM a, b USING a JOIN b …`.
+//!
+//! The FROM list is joined as a SELECT's is (`from::join_from`,
+//! `plan::join`, `join::run_each`), in the statement's transaction with
+//! every row it reads locked exclusively. Then, a joined row at a time in
+//! the join's order (or ORDER BY's, cut at LIMIT: an UPDATE's only, as
+//! MariaDB's grammar has them), each target table's row in it is changed
+//! once: the first joined row it is in decides its values, later ones
+//! leave it (MariaDB's "each matching row is updated once"). A target
+//! NULL-extended by an outer join has no row there. The values are
+//! computed from the rows as the join read them, none of the statement's
+//! changes seen (an assignment sees the same row's earlier assignments,
+//! as a single-table UPDATE's); every row is evaluated before any is
+//! written, then the writes go out by primary key in batches, with the
+//! commit. A target table needs a primary key (a table without one has
+//! only the hidden `$PK`, which a joined row does not carry).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use schema::Value;
+use skarv_client::{codes as native, ExecMode, LockMode, Op, Transaction};
+use sqlparser::ast;
+use sqlparser::tokenizer::Location;
+
+use super::convert::Target;
+use super::write::{
+    changes_counted, default_assigned, define_update, for_column, has_unique, is_default_word,
+    key_bytes, key_taken, lower_checks, order_targets, stored_again, update_duplicate,
+    with_per_row, Check, Targets,
+};
+use super::{env, keep_warnings, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
+use crate::backend::OkInfo;
+use crate::engine::catalog::TableInfo;
+use crate::engine::expr::{name_parts, Ctx, Expr, Val};
+use crate::engine::plan;
+use crate::engine::plan::join::{JoinSpec, JoinTable};
+use crate::engine::{txn, Answered, Conn};
+use crate::error::{codes, SqlError, SqlResult};
+
+/// The join of a multi-table statement's FROM list.
+struct Joined {
+    spec: JoinSpec,
+    hidden: Vec<usize>,
+    /// Conjuncts of ON clauses that run correlated subqueries (tested with
+    /// the WHERE's late ones).
+    late_on: Vec<Expr>,
+}
+
+/// One table an UPDATE changes: its place in the join and its
+/// assignments (a column of the table, its value over the joined row).
+struct UpdateTarget {
+    at: usize,
+    assignments: Vec<(usize, Expr)>,
+    checks: Vec<Check>,
+}
+
+/// A row to change: its target, its values as read, its primary key and
+/// its changes.
+type Changed = (usize, Vec<Val>, Vec<Value>, Vec<(usize, Value)>);
+
+/// `SELECT * FROM tables WHERE selection`: the rows a multi-table
+/// statement joins (its SELECT for `from::join_from`, its query for
+/// EXPLAIN).
+fn query_of(
+    tables: Vec<ast::TableWithJoins>,
+    selection: Option<ast::Expr>,
+) -> SqlResult<ast::Query> {
+    let parsed = sqlparser::parser::Parser::parse_sql(
+        &crate::engine::dialect::SkarvDialect,
+        "SELECT * FROM x",
+    )
+    .map_err(SqlError::syntax)?;
+    let Some(ast::Statement::Query(mut q)) = parsed.into_iter().next() else {
+        return Err(SqlError::new(
+            codes::UNKNOWN,
+            "the join template did not parse",
+        ));
+    };
+    let ast::SetExpr::Select(s) = q.body.as_mut() else {
+        return Err(SqlError::new(
+            codes::UNKNOWN,
+            "the join template is no SELECT",
+        ));
+    };
+    s.from = tables;
+    s.selection = selection;
+    Ok(*q)
+}
+
+/// The SELECT of [`query_of`].
+fn select_of(
+    tables: Vec<ast::TableWithJoins>,
+    selection: Option<ast::Expr>,
+) -> SqlResult<ast::Select> {
+    match *query_of(tables, selection)?.body {
+        ast::SetExpr::Select(s) => Ok(*s),
+        _ => Err(SqlError::new(
+            codes::UNKNOWN,
+            "the join template is no SELECT",
+        )),
+    }
+}
+
+/// The tables a multi-table UPDATE joins (None: a single-table one).
+fn update_tables(up: &ast::Update) -> Option<Vec<ast::TableWithJoins>> {
+    let more = match &up.from {
+        Some(
+            ast::UpdateTableFromKind::BeforeSet(more) | ast::UpdateTableFromKind::AfterSet(more),
+        ) => more.as_slice(),
+        None if up.table.joins.is_empty() => return None,
+        None => &[],
+    };
+    let mut tables = vec![up.table.clone()];
+    tables.extend(more.iter().cloned());
+    Some(tables)
+}
+
+/// Whether an UPDATE joins several tables (`Com_update_multi`).
+pub(crate) fn is_multi_update(up: &ast::Update) -> bool {
+    !up.table.joins.is_empty() || up.from.is_some()
+}
+
+/// Whether a DELETE is of the multi-table form (`Com_delete_multi`):
+/// all but `DELETE FROM t …` and `DELETE t FROM t …`.
+pub(crate) fn is_multi_delete(del: &ast::Delete) -> bool {
+    super::write::delete_target(del).is_none()
+}
+
+/// `EXPLAIN` of a multi-table UPDATE or DELETE: the
+/// plan of the join it reads, as its SELECT's (MariaDB's rows for it are
+/// a SELECT's too).
+pub(super) fn explained_query(statement: &ast::Statement) -> SqlResult<Option<ast::Query>> {
+    match statement {
+        ast::Statement::Update(up) => match update_tables(up) {
+            Some(tables) => Ok(Some(query_of(tables, up.selection.clone())?)),
+            None => Ok(None),
+        },
+        ast::Statement::Delete(del) => {
+            let from = match &del.from {
+                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+            };
+            let tables = del.using.as_ref().unwrap_or(from).clone();
+            Ok(Some(query_of(tables, del.selection.clone())?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The join of `select`'s FROM list, once no ALTER TABLE copy holds one
+/// of the `writes(spec)` tables (each waited for as a single-table write
+/// waits, then the join made again with their new definitions).
+fn join_of(
+    conn: &mut Conn<'_>,
+    select: &ast::Select,
+    placeholders: &[Location],
+    params: &[Val],
+    writes: impl Fn(&JoinSpec) -> SqlResult<Vec<usize>>,
+) -> SqlResult<Joined> {
+    let mut waited = false;
+    loop {
+        let j = super::from::join_from(conn, select, placeholders, Some(params))?;
+        let mut copying = Vec::new();
+        for at in writes(&j.spec)? {
+            let t = &j.spec.tables[at];
+            if t.table.sql.copy.is_some() {
+                copying.push(Arc::clone(&t.table));
+            }
+        }
+        if copying.is_empty() || waited {
+            return Ok(Joined {
+                spec: j.spec,
+                hidden: j.hidden,
+                late_on: j.late,
+            });
+        }
+        for t in copying {
+            crate::engine::alter_copy::wait_writable(conn, t)?;
+        }
+        waited = true;
+    }
+}
+
+/// A target table must be a table of the cluster with a primary key.
+fn writable(t: &JoinTable, statement: &str) -> SqlResult<()> {
+    if t.rows.is_some() || t.semi.is_some() {
+        return Err(SqlError::new(
+            codes::NON_UPDATABLE_TABLE,
+            format!(
+                "The target table {} of the {statement} is not updatable",
+                t.alias
+            ),
+        ));
+    }
+    if t.table.hidden_key {
+        return Err(SqlError::unsupported(format_args!(
+            "a multi-table {statement} of table '{}' (as '{}'), which has no PRIMARY KEY: \
+             add one, or change its rows with a single-table {statement}",
+            t.table.name, t.alias
+        )));
+    }
+    Ok(())
+}
+
+/// The primary key of `t`'s row in the joined row `row` (None: the
+/// table is NULL-extended there, no row of it).
+fn key_in(t: &JoinTable, row: &[Val], tz_secs: i64) -> SqlResult<Option<Vec<Value>>> {
+    let table = &t.table;
+    let mut key = Vec::new();
+    for native in &table.native.def().primary_key {
+        let Some(at) = table.columns.iter().position(|c| c.native == *native) else {
+            return Ok(None);
+        };
+        let v = &row[t.offset + at];
+        if v.is_null() {
+            return Ok(None);
+        }
+        let target = Target {
+            column: &table.columns[at],
+            db: &table.db,
+            table: &table.name,
+            row: 1,
+            tz_secs,
+        };
+        key.push(stored_again(v, &target)?);
+    }
+    Ok(Some(key))
+}
+
+/// The WHERE lowered over the joined row, split into what the join tests
+/// and what runs correlated subqueries (tested after, per row, with the
+/// ON's such conjuncts `late_on`).
+fn split_where(cond: Option<Expr>, late_on: Vec<Expr>) -> (Option<Expr>, Option<Expr>) {
+    let (early, late): (Vec<Expr>, Vec<Expr>) = match cond {
+        Some(c) => c
+            .conjuncts()
+            .into_iter()
+            .cloned()
+            .partition(|c| !c.has_sub()),
+        None => (Vec::new(), Vec::new()),
+    };
+    (
+        Expr::and_of(early),
+        Expr::and_of(late_on.into_iter().chain(late)),
+    )
+}
+
+/// The joined rows that pass the join's conditions, each read row locked.
+fn read_joined(
+    tx: &Transaction<'_>,
+    spec: &JoinSpec,
+    cond: Option<&Expr>,
+    stop: Option<usize>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    let plan = plan::join::plan(spec, cond, ctx)?;
+    let mut rows = Vec::new();
+    super::join::run_each(
+        tx,
+        spec,
+        &plan,
+        Some(LockMode::Exclusive),
+        ctx,
+        None,
+        &mut |row, _| {
+            if rows.len() >= FETCH_ROWS_MAX {
+                return Err(SqlError::unsupported(format_args!(
+                    "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
+                )));
+            }
+            rows.push(row);
+            Ok(stop.is_none_or(|n| rows.len() < n))
+        },
+    )?;
+    Ok(rows)
+}
+
+/// A strict multi-table UPDATE's error: the first warning (not a note)
+/// its conditions or values left. MariaDB's multi-table UPDATE is strict
+/// from before its optimizer runs (its single-table one only for the
+/// rows), so a constant's warning (`1 = 'x'`) fails it too.
+fn first_warning(ctx: &Ctx<'_>) -> Option<SqlError> {
+    use crate::engine::expr::eval::{NOTE_BIT, PLANNED_BIT};
+    if !ctx.strict {
+        return None;
+    }
+    let (code, message) = ctx.warnings.iter().find(|(code, _)| code & NOTE_BIT == 0)?;
+    Some(SqlError::new(code & !PLANNED_BIT, message.clone()))
+}
+
+/// LIMIT's value (a row count).
+fn limit_of(limit: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResult<Option<usize>> {
+    match limit {
+        None => Ok(None),
+        Some(l) => match l.eval(&[], ctx)? {
+            Val::Int(i) if i >= 0 => Ok(Some(i as usize)),
+            Val::UInt(u) => Ok(Some(usize::try_from(u).unwrap_or(usize::MAX))),
+            _ => Err(SqlError::new(
+                codes::WRONG_ARGUMENTS,
+                "Incorrect arguments to LIMIT",
+            )),
+        },
+    }
+}
+
+/// The table and column an assignment's name gives: `c`, `t.c` or
+/// `db.t.c`.
+fn assigned_column(
+    scope: &crate::engine::expr::Scope<'_>,
+    name: &ast::ObjectName,
+) -> SqlResult<usize> {
+    let parts = name_parts(name);
+    match parts.as_slice() {
+        [c] => scope.resolve(None, c),
+        [.., t, c] => scope.resolve(Some(t), c),
+        [] => Err(SqlError::new(
+            codes::BAD_FIELD,
+            "Unknown column '' in 'SET'",
+        )),
+    }
+}
+
+/// A multi-table UPDATE (`UPDATE a JOIN b … SET …`, `UPDATE a, b SET …`).
+pub(super) fn update(
+    conn: &mut Conn<'_>,
+    up: &ast::Update,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let tables = update_tables(up).unwrap_or_else(|| vec![up.table.clone()]);
+    let select = select_of(tables, up.selection.clone())?;
+    super::subquery::prepare(conn, up, 0, placeholders, Some(params))?;
+    // The tables written are those the SET names; found again below, with
+    // their errors, once the scope exists.
+    let writes = |spec: &JoinSpec| {
+        let columns = spec.columns.clone();
+        let mut at = Vec::new();
+        for a in &up.assignments {
+            if let ast::AssignmentTarget::ColumnName(n) = &a.target {
+                let parts = name_parts(n);
+                let table = parts.len().checked_sub(2).and_then(|i| parts.get(i));
+                let name = parts.last();
+                for (p, c) in columns.iter().enumerate() {
+                    let table_ok = table.is_none_or(|t| c.table.eq_ignore_ascii_case(t));
+                    if table_ok && name.is_some_and(|n| c.name.eq_ignore_ascii_case(n)) {
+                        at.extend(plan::join::table_at(spec, p));
+                    }
+                }
+            }
+        }
+        Ok(at)
+    };
+    let joined = join_of(conn, &select, placeholders, params, writes)?;
+    let Joined {
+        spec,
+        hidden,
+        late_on,
+    } = joined;
+    let columns = spec.columns.clone();
+    super::correlated::plan(conn, &up.assignments, 0, &columns, &hidden, placeholders)?;
+    super::correlated::plan(conn, &up.selection, 0, &columns, &hidden, placeholders)?;
+    super::correlated::plan(conn, &up.order_by, 0, &columns, &hidden, placeholders)?;
+    let environment = env(conn);
+    let (assigned, cond, order, limit) = with_scope(conn, columns, placeholders, |scope| {
+        scope.hidden = hidden.clone();
+        scope.clause = "SET";
+        let mut assigned: Vec<(usize, usize, Option<Expr>)> = Vec::new();
+        for a in &up.assignments {
+            let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+                return Err(SqlError::unsupported("tuple assignments"));
+            };
+            let p = assigned_column(scope, n)?;
+            let Some(at) = plan::join::table_at(&spec, p) else {
+                return Err(SqlError::new(
+                    codes::BAD_FIELD,
+                    format!("Unknown column '{n}' in 'SET'"),
+                ));
+            };
+            let t = &spec.tables[at];
+            writable(t, "UPDATE")?;
+            let column = p - t.offset;
+            // DEFAULT is lowered over its table alone, below.
+            let value = if is_default_word(&a.value) {
+                None
+            } else {
+                let ty = t.table.columns.get(column).map(|c| &c.ty);
+                let lowered = scope.lower(&a.value)?;
+                Some(for_column(ty, &a.value, scope.stored(lowered)))
+            };
+            assigned.push((at, column, value));
+        }
+        scope.clause = "WHERE";
+        let cond = up
+            .selection
+            .as_ref()
+            .map(|w| {
+                let lowered = scope.lower_condition(w)?;
+                Ok::<_, SqlError>(super::write::fold_same_column(scope, lowered, true))
+            })
+            .transpose()?;
+        scope.clause = "ORDER BY";
+        let order = up
+            .order_by
+            .iter()
+            .map(|o| {
+                let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                Ok((scope.lower(&o.expr)?, desc))
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        let limit = up.limit.as_ref().map(|l| scope.lower(l)).transpose()?;
+        Ok((assigned, cond, order, limit))
+    })?;
+    // The targets in the join's written order, each with its assignments
+    // in the SET's order.
+    let mut targets: Vec<UpdateTarget> = Vec::new();
+    for (at, column, value) in assigned {
+        let t = &spec.tables[at];
+        let value = match value {
+            Some(v) => v,
+            None => {
+                let scope_columns = table_scope(&t.table, &t.alias);
+                let d = with_scope(conn, scope_columns, placeholders, |scope| {
+                    default_assigned(scope, &t.table, column, &environment)
+                })?;
+                let offset = t.offset;
+                plan::join::map_columns(&d, &|c| c + offset)
+            }
+        };
+        match targets.iter_mut().find(|x| x.at == at) {
+            Some(x) => x.assignments.push((column, value)),
+            None => targets.push(UpdateTarget {
+                at,
+                assignments: vec![(column, value)],
+                checks: lower_checks(conn, &t.table)?,
+            }),
+        }
+    }
+    targets.sort_by_key(|x| x.at);
+    key_conflict(&spec, &targets)?;
+    let (cond, late) = split_where(cond, late_on);
+    let per_row = late.is_some()
+        || order.iter().any(|(e, _)| e.has_sub())
+        || targets
+            .iter()
+            .any(|x| x.assignments.iter().any(|(_, e)| e.has_sub()));
+    let info = Arc::clone(&conn.info);
+    // UPDATE IGNORE: a value that does not fit is stored as a non-strict
+    // sql_mode would, with a warning; a row that fails a CHECK or would
+    // duplicate a unique key is left as it is.
+    let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
+    let strict = conn.session.sql_mode_strict() && !ignore;
+    let tx = txn::take(conn)?;
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    ctx.strict = strict;
+    ctx.ignore = ignore;
+    let after = Targets {
+        cond: None,
+        late,
+        order,
+        limit: None,
+    };
+    let mut cut = 0;
+    let evaluated = match limit_of(limit.as_ref(), &mut ctx).and_then(|limit| {
+        let stop = limit.filter(|_| after.order.is_empty() && after.late.is_none());
+        let rows = if limit == Some(0) {
+            Vec::new()
+        } else {
+            read_joined(&tx, &spec, cond.as_ref(), stop, &mut ctx)?
+        };
+        Ok((rows, limit))
+    }) {
+        Err(e) => Err((e, Some(tx))),
+        Ok((rows, limit)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+            let rows = rows.into_iter().map(|r| (r, Vec::new())).collect();
+            let rows = order_targets(rows, &after, limit, c)?;
+            changes_of_joined(&spec, &targets, rows, ignore, c, &mut cut)
+        }),
+    };
+    let (rows, tx) = match evaluated {
+        Ok(done) => done,
+        Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
+        Err((e, None)) => return Err(e),
+    };
+    // Every row was read and evaluated before anything is written: a
+    // strict UPDATE fails on a condition's warning as MariaDB's does
+    // (`abort_on_warning`), its DELETE does not.
+    if let Some(e) = first_warning(&ctx) {
+        drop(ctx);
+        return txn::finish(conn, tx, Err(e));
+    }
+    let tz_secs = ctx.env.tz_secs;
+    let result = write_changes(&tx, &spec, &rows, ignore, tz_secs);
+    let warnings = std::mem::take(&mut ctx.warnings);
+    drop(ctx);
+    let (matched, changed) = txn::finish(conn, tx, result)?;
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.warnings = warnings;
+    keep_warnings(conn, &mut ctx);
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: changed,
+        // MariaDB's multi-table UPDATE counts only the values' warnings
+        // here (`cuted_fields`), not a CHECK's or a condition's.
+        info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: {cut}"),
+        ..OkInfo::default()
+    }))
+}
+
+/// What tells a table apart from another: its database and name (two
+/// names of one table in a FROM list are one table).
+fn same_table(t: &TableInfo) -> String {
+    format!("{}.{}", t.db, t.name)
+}
+
+/// MariaDB's 1706: a table updated under two names may not have its
+/// primary key changed (one name's change would move the row the other's
+/// changes).
+fn key_conflict(spec: &JoinSpec, targets: &[UpdateTarget]) -> SqlResult<()> {
+    for (i, x) in targets.iter().enumerate() {
+        let tx = &spec.tables[x.at];
+        for y in &targets[i + 1..] {
+            let ty = &spec.tables[y.at];
+            if same_table(&tx.table) != same_table(&ty.table) {
+                continue;
+            }
+            let pk = &tx.table.native.def().primary_key;
+            let moves = |t: &UpdateTarget| {
+                t.assignments
+                    .iter()
+                    .any(|(c, _)| pk.contains(&tx.table.columns[*c].native))
+            };
+            if moves(x) || moves(y) {
+                return Err(SqlError::new(
+                    codes::MULTI_UPDATE_KEY_CONFLICT,
+                    format!(
+                        "Primary key/partition key update is not allowed since the table is \
+                         updated both as '{}' and '{}'",
+                        tx.alias, ty.alias
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each target's row of each joined row, the first time it is met, with
+/// its changes (a row number in warnings is the joined row's, as
+/// MariaDB's), and in `cut` the warnings of storing the values. Strict
+/// mode fails on a value's warning as it is given, after any warning the
+/// conditions left ([`first_warning`]).
+fn changes_of_joined(
+    spec: &JoinSpec,
+    targets: &[UpdateTarget],
+    rows: Vec<(Vec<Val>, Vec<Value>)>,
+    ignore: bool,
+    c: &mut Ctx<'_>,
+    cut: &mut usize,
+) -> SqlResult<Vec<Changed>> {
+    let mut seen: Vec<HashSet<Vec<u8>>> = targets.iter().map(|_| HashSet::new()).collect();
+    let mut out = Vec::new();
+    for (n, (row, _)) in rows.into_iter().enumerate() {
+        c.check_killed()?;
+        for (x, seen) in targets.iter().zip(&mut seen) {
+            let t = &spec.tables[x.at];
+            let Some(key) = key_in(t, &row, c.env.tz_secs)? else {
+                continue;
+            };
+            if !seen.insert(key_bytes(t.table.native.def(), &key)) {
+                continue;
+            }
+            let (table, offset) = (&t.table, t.offset);
+            let changes = changes_counted(
+                table,
+                &row,
+                offset,
+                &x.assignments,
+                &x.checks,
+                c,
+                n + 1,
+                cut,
+            );
+            let changes = match changes {
+                // Not counted as matched, as MariaDB counts it.
+                Err(e) if ignore && e.code == codes::CONSTRAINT_FAILED => {
+                    c.warn(e.code, e.message);
+                    continue;
+                }
+                // A condition's warning of a row before (or of this one)
+                // failed the statement first in MariaDB, which tests and
+                // changes a row at a time.
+                Err(e) => return Err(first_warning(c).unwrap_or(e)),
+                Ok(changes) => changes,
+            };
+            let old = row[t.offset..t.offset + t.table.columns.len()].to_vec();
+            out.push((x.at, old, key, changes));
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the changes: rows matched and rows changed.
+fn write_changes(
+    tx: &Transaction<'_>,
+    spec: &JoinSpec,
+    rows: &[Changed],
+    ignore: bool,
+    tz_secs: i64,
+) -> SqlResult<(u64, u64)> {
+    let matched = rows.len() as u64;
+    let mut changed = 0u64;
+    // The row of each operation of the batch, to name a 1062's value.
+    let mut ops: Vec<usize> = Vec::new();
+    // A change that may take a key another row holds: a unique index's,
+    // or a primary key's (a moved row).
+    let may_collide = rows.iter().any(|(at, _, _, changes)| {
+        let def = spec.tables[*at].table.native.def();
+        has_unique(def) || changes.iter().any(|(p, _)| def.primary_key.contains(p))
+    });
+    let send = |ops: &mut Vec<usize>| {
+        let result = tx.execute(ExecMode::NoCommit).map_err(|e| {
+            let failed = super::write::failed_op(&e).and_then(|op| ops.get(op));
+            match failed.and_then(|n| rows.get(*n)) {
+                Some((at, old, _, changes))
+                    if matches!(e.code, native::UNIQUE_VIOLATION | native::DUPLICATE_KEY) =>
+                {
+                    update_duplicate(&spec.tables[*at].table, old, changes, &e)
+                }
+                Some((at, ..)) => txn::native_error_in(&e, &spec.tables[*at].table.name),
+                None => txn::native_error_in(&e, "the joined tables"),
+            }
+        });
+        ops.clear();
+        result
+    };
+    for (n, (at, old, key, changes)) in rows.iter().enumerate() {
+        let table: &Arc<TableInfo> = &spec.tables[*at].table;
+        if ignore && !changes.is_empty() {
+            // A row at a time, so that each probe sees the rows changed
+            // before it; a row that would duplicate a key is left as it is.
+            if key_taken(tx, table, old, key, changes)? {
+                continue;
+            }
+            if define_update(tx, table, old, key, changes, tz_secs, n + 1)? {
+                changed += 1;
+                ops.extend(std::iter::repeat_n(n, tx.pending_ops()));
+                send(&mut ops)?;
+            }
+            continue;
+        }
+        let before = tx.pending_ops();
+        if define_update(tx, table, old, key, changes, tz_secs, n + 1)? {
+            changed += 1;
+            ops.extend(std::iter::repeat_n(n, tx.pending_ops() - before));
+        }
+        if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
+            send(&mut ops)?;
+        }
+    }
+    // The last batch is sent here when it may collide, so that a 1062
+    // names the value; else it goes with the commit.
+    if may_collide && tx.pending_ops() > 0 {
+        send(&mut ops)?;
+    }
+    Ok((matched, changed))
+}
+
+/// The tables a multi-table DELETE names to delete from, as places in the
+/// join: each a table's alias (or name) in the FROM list, `db.t` and
+/// `t.*` too.
+fn delete_targets(spec: &JoinSpec, named: &[ast::ObjectName]) -> SqlResult<Vec<usize>> {
+    let mut out = Vec::new();
+    for n in named {
+        let parts = name_parts(n);
+        let (db, name) = match parts.as_slice() {
+            [t] => (None, t.as_str()),
+            [d, t] => (Some(d.as_str()), t.as_str()),
+            _ => (None, ""),
+        };
+        let found = spec.tables.iter().position(|t| {
+            t.alias.eq_ignore_ascii_case(name)
+                && db.is_none_or(|d| t.rows.is_some() || t.table.db.eq_ignore_ascii_case(d))
+        });
+        let Some(at) = found else {
+            return Err(SqlError::new(
+                codes::UNKNOWN_TABLE,
+                format!("Unknown table '{name}' in MULTI DELETE"),
+            ));
+        };
+        writable(&spec.tables[at], "DELETE")?;
+        if !out.contains(&at) {
+            out.push(at);
+        }
+    }
+    Ok(out)
+}
+
+/// A multi-table DELETE (`DELETE a, b FROM a JOIN b …`, `DELETE FROM a, b
+/// USING a JOIN b …`, `DELETE a FROM a, b WHERE …`).
+pub(super) fn delete(
+    conn: &mut Conn<'_>,
+    del: &ast::Delete,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let from = match &del.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    // `DELETE FROM a, b USING …` names its targets in FROM; `DELETE a, b
+    // FROM …` before it.
+    let (named, tables): (Vec<ast::ObjectName>, Vec<ast::TableWithJoins>) = match &del.using {
+        Some(using) => {
+            let mut named = Vec::with_capacity(from.len());
+            for twj in from {
+                match &twj.relation {
+                    ast::TableFactor::Table { name, .. } if twj.joins.is_empty() => {
+                        named.push(name.clone());
+                    }
+                    other => {
+                        return Err(SqlError::unsupported(format_args!(
+                            "`{other}` as a table to delete from"
+                        )))
+                    }
+                }
+            }
+            (named, using.clone())
+        }
+        None => (del.tables.clone(), from.clone()),
+    };
+    let select = select_of(tables, del.selection.clone())?;
+    super::subquery::prepare(conn, del, 0, placeholders, Some(params))?;
+    let writes = |spec: &JoinSpec| delete_targets(spec, &named);
+    let Joined {
+        spec,
+        hidden,
+        late_on,
+    } = join_of(conn, &select, placeholders, params, writes)?;
+    let targets = delete_targets(&spec, &named)?;
+    // MariaDB reads a multi-table DELETE's subqueries while it deletes:
+    // one that reads a table deleted from is refused.
+    for at in &targets {
+        let t = &spec.tables[*at].table;
+        if super::subquery::reads_target(conn, &del.selection, t) {
+            return Err(SqlError::new(
+                codes::UPDATE_TABLE_USED,
+                format!(
+                    "Table '{}' is specified twice, both as a target for 'DELETE' and as a \
+                     separate source for data",
+                    spec.tables[*at].alias
+                ),
+            ));
+        }
+    }
+    let columns = spec.columns.clone();
+    super::correlated::plan(conn, &del.selection, 0, &columns, &hidden, placeholders)?;
+    let cond = with_scope(conn, columns, placeholders, |scope| {
+        scope.hidden = hidden.clone();
+        scope.clause = "WHERE";
+        del.selection
+            .as_ref()
+            .map(|w| {
+                let lowered = scope.lower_condition(w)?;
+                Ok::<_, SqlError>(super::write::fold_same_column(scope, lowered, true))
+            })
+            .transpose()
+    })?;
+    let (cond, late) = split_where(cond, late_on);
+    let per_row = late.is_some();
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    // DELETE IGNORE: the WHERE's errors are warnings.
+    let ignore = crate::engine::session::delete_ignore(del);
+    let strict = conn.session.sql_mode_strict() && !ignore;
+    let tx = txn::take(conn)?;
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    ctx.strict = strict;
+    ctx.ignore = ignore;
+    let after = Targets {
+        cond: None,
+        late,
+        order: Vec::new(),
+        limit: None,
+    };
+    let evaluated = match read_joined(&tx, &spec, cond.as_ref(), None, &mut ctx) {
+        Err(e) => Err((e, Some(tx))),
+        Ok(rows) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+            let rows = rows.into_iter().map(|r| (r, Vec::new())).collect();
+            order_targets(rows, &after, None, c)
+        }),
+    };
+    let (rows, tx) = match evaluated {
+        Ok(done) => done,
+        Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
+        Err((e, None)) => return Err(e),
+    };
+    let tz_secs = ctx.env.tz_secs;
+    let result = (|| {
+        // A row is deleted once, however many joined rows (or names of its
+        // table) it is in.
+        let mut seen: HashSet<(String, Vec<u8>)> = HashSet::new();
+        let mut deleted = 0u64;
+        for (row, _) in &rows {
+            for at in &targets {
+                let t = &spec.tables[*at];
+                let Some(key) = key_in(t, row, tz_secs)? else {
+                    continue;
+                };
+                let def = t.table.native.def();
+                if !seen.insert((same_table(&t.table), key_bytes(def, &key))) {
+                    continue;
+                }
+                tx.define(Op::delete(&t.table.native, &key))
+                    .map_err(|e| txn::native_error_in(&e, &t.table.name))?;
+                deleted += 1;
+                if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
+                    tx.execute(ExecMode::NoCommit)
+                        .map_err(|e| txn::native_error_in(&e, &t.table.name))?;
+                }
+            }
+        }
+        Ok(deleted)
+    })();
+    let warnings = std::mem::take(&mut ctx.warnings);
+    drop(ctx);
+    let affected = txn::finish(conn, tx, result)?;
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.warnings = warnings;
+    keep_warnings(conn, &mut ctx);
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: affected,
+        ..OkInfo::default()
+    }))
+}
