@@ -20,7 +20,7 @@ are compared by code.
 
 With --dml the statements are writes instead: INSERT (IGNORE, ON
 DUPLICATE KEY UPDATE, … SELECT), REPLACE, UPDATE and DELETE (with ORDER
-BY … LIMIT) of values of every kind into columns of every kind, out of
+BY … LIMIT, and multi-table ones joined to t1) of values of every kind into columns of every kind, out of
 range, too long, not a date, a duplicate key. After each one the error
 code, or the affected rows and the warnings' codes, are compared, and
 then the table it wrote, row by row.
@@ -28,6 +28,7 @@ then the table it wrote, row by row.
 
 import argparse
 import random
+import re
 import sys
 
 import pymysql
@@ -417,6 +418,47 @@ class DmlGen:
             "nn <> 5",
         ])
 
+    def qualified(self, sql):
+        """`sql` with the target table's columns named with it (outside
+        string literals): t1 has an `id` and an `e` too."""
+        names = ["id"] + list(self.spec)
+        parts = sql.split("'")
+        for i in range(0, len(parts), 2):
+            parts[i] = re.sub(r"(?<![\w.])(%s)\b" % "|".join(names), self.table + r".\1", parts[i])
+        return "'".join(parts)
+
+    def multi_table(self):
+        """A multi-table UPDATE or DELETE of the target joined to t1 by
+        key (at most one t1 row per target row: the first joined row
+        decides, and MariaDB's and Skarv's join orders may differ)."""
+        rng = self.rng
+        table = self.table
+        t1 = [("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date"), ("t1.e", "dbl"),
+              ("t1.f", "int")]
+        cond = rng.choice([
+            lambda: self.qualified(self.where()),
+            lambda: self.exprs.cond(t1, 1),
+            lambda: "%s AND %s" % (self.qualified(self.where()), self.exprs.cond(t1, 1)),
+        ])()
+        joined = rng.choice([
+            "%s JOIN t1 ON t1.id = %s.id" % (table, table),
+            "%s LEFT JOIN t1 ON t1.id = %s.id" % (table, table),
+            "t1 JOIN %s ON %s.id = t1.id" % (table, table),
+            "%s, t1" % table,
+        ])
+        if joined.endswith(", t1"):
+            cond = "t1.id = %s.id AND (%s)" % (table, cond)
+        if rng.random() < 0.3:
+            return "DELETE %s%s FROM %s WHERE %s" % (
+                rng.choice(["", "IGNORE "]), table, joined, cond)
+        sets = []
+        for c in rng.sample(list(self.spec), rng.randint(1, 2)):
+            sources = [self.value(c), self.qualified(self.set_expr(c))] + [
+                x for x, kind in t1 if kind != "date"]
+            sets.append("%s.%s = %s" % (table, c, rng.choice(sources)))
+        ignore = "IGNORE " if rng.random() < 0.2 else ""
+        return "UPDATE %s%s SET %s WHERE %s" % (ignore, joined, ", ".join(sets), cond)
+
     def set_expr(self, col):
         rng = self.rng
         return rng.choice([
@@ -470,6 +512,8 @@ class DmlGen:
             if rng.random() < 0.3:
                 sql += " ORDER BY id%s LIMIT %d" % (rng.choice(["", " DESC"]), rng.randint(0, 3))
             return sql, table
+        if r < 0.93:
+            return self.multi_table(), table
         # A write of t1 by the SELECT fuzzer's expressions.
         scope = [("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date"),
                  ("t1.e", "dbl"), ("t1.f", "int")]
