@@ -149,6 +149,9 @@ pub(crate) struct Runner<'c, 's> {
     conn: RefCell<&'c mut Conn<'s>>,
     placeholders: &'c [Location],
     params: &'c [Val],
+    /// The warnings of the runs since the evaluating context last took
+    /// them ([`PerRow::take_warnings`]).
+    warnings: RefCell<Vec<(u16, String)>>,
 }
 
 impl<'c, 's> Runner<'c, 's> {
@@ -159,6 +162,7 @@ impl<'c, 's> Runner<'c, 's> {
             conn: RefCell::new(conn),
             placeholders,
             params,
+            warnings: RefCell::new(Vec::new()),
         }
     }
 
@@ -192,9 +196,27 @@ impl<'c, 's> Runner<'c, 's> {
             values,
         };
         let started = std::time::Instant::now();
+        let mark = conn.session.diagnostics_mark();
         let m = with_outer(&mut conn, bound, |conn| {
             super::select::materialise(conn, q, self.placeholders, Some(self.params))
         })?;
+        // The run's warnings go to the evaluating context, in their place
+        // among the outer statement's (a strict UPDATE fails on the first,
+        // as MariaDB's, and the list keeps the order they came in).
+        if conn.session.diagnostics_mark() != mark {
+            use crate::engine::expr::eval::{NOTE_BIT, PLANNED_BIT};
+            let notes = conn.session.notes().get(mark.1..).unwrap_or_default();
+            let mut taken = self.warnings.borrow_mut();
+            for n in notes {
+                let code = match (n.level, n.planned) {
+                    ("Note", _) => n.code | NOTE_BIT,
+                    (_, true) => n.code | PLANNED_BIT,
+                    _ => n.code,
+                };
+                taken.push((code, n.message.clone()));
+            }
+            conn.session.rewind_diagnostics(mark);
+        }
         if let Some(stats) = conn.subqueries.analyze.as_mut() {
             let s = stats.entry(text.to_owned()).or_default();
             s.runs += 1;
@@ -218,5 +240,9 @@ impl<'c, 's> Runner<'c, 's> {
 impl PerRow for Runner<'_, '_> {
     fn rows(&self, sub: &SubQuery, row: &[Val]) -> SqlResult<Arc<Materialised>> {
         self.query_rows(&sub.query, &sub.text, &sub.outer, row)
+    }
+
+    fn take_warnings(&self) -> Vec<(u16, String)> {
+        std::mem::take(&mut *self.warnings.borrow_mut())
     }
 }

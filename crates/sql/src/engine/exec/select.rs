@@ -1274,6 +1274,8 @@ fn expand_laterals(
         for (row, key) in found {
             ctx.check_killed()?;
             let m = runner.query_rows(&lat.query, &lat.text, &lat.outer, &row)?;
+            ctx.warnings
+                .extend(crate::engine::expr::PerRow::take_warnings(runner));
             let mut matched = false;
             for r in &m.rows {
                 let mut combined = Vec::with_capacity(row.len() + lat.width);

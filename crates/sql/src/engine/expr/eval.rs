@@ -950,6 +950,7 @@ impl Expr {
                     return Err(SqlError::unsupported("correlated subqueries here"));
                 };
                 let m = runner.rows(sub, row)?;
+                ctx.warnings.extend(runner.take_warnings());
                 sub_value(sub, &m.rows, row, ctx)?
             }
         })
@@ -964,12 +965,18 @@ impl Expr {
     /// Evaluates as a condition: true only when the value is true. A
     /// conjunct that is not true ends it, NULL as FALSE (MariaDB's
     /// `abort_on_null` for a WHERE's or ON's AND): the conjuncts after it
-    /// are not evaluated, nor their warnings given.
+    /// are not evaluated, nor their warnings given. So is an AND under the
+    /// condition's ORs (MariaDB's `Item_cond` hands `top_level_item` down
+    /// to its arguments, AND and OR alike; not through NOT, XOR or a
+    /// function): `a > 9 OR b = 0 AND s = 1` of a NULL b never compares
+    /// s (DML seed 255), which no OR's answer can need (an AND that is
+    /// NULL there makes it true no more than FALSE does).
     pub fn test(&self, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
-        if let Expr::And(a, b) = self {
-            return Ok(a.test(row, ctx)? && b.test(row, ctx)?);
+        match self {
+            Expr::And(a, b) => Ok(a.test(row, ctx)? && b.test(row, ctx)?),
+            Expr::Or(a, b) => Ok(a.test(row, ctx)? || b.test(row, ctx)?),
+            _ => Ok(cond_truth(self, self.eval(row, ctx)?, ctx) == Some(true)),
         }
-        Ok(cond_truth(self, self.eval(row, ctx)?, ctx) == Some(true))
     }
 }
 

@@ -393,6 +393,12 @@ pub struct OuterRow {
 pub trait PerRow {
     /// The subquery's rows with `row`'s values bound.
     fn rows(&self, sub: &SubQuery, row: &[Val]) -> SqlResult<Arc<Materialised>>;
+
+    /// The warnings (code, message; a note's code with `NOTE_BIT`) the
+    /// runs since the last call left, for the evaluating context.
+    fn take_warnings(&self) -> Vec<(u16, String)> {
+        Vec::new()
+    }
 }
 
 /// The target of a `CAST`/`CONVERT`.
