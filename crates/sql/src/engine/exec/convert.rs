@@ -370,7 +370,13 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         | SqlType::MediumInt { unsigned }
         | SqlType::Int { unsigned }
         | SqlType::BigInt { unsigned }) => {
-            let Some(i) = integer_of(v, exact) else {
+            // A double rounds half to even, as MariaDB's `rint` (16.5e0
+            // is 16, 17.5e0 18; a decimal or a string's 16.5 is 17).
+            let even = match v {
+                Val::Double(f) if !exact => Some(Val::Double(f.round_ties_even())),
+                _ => None,
+            };
+            let Some(i) = integer_of(even.as_ref().unwrap_or(v), exact) else {
                 return fail(not_a_number(v, "integer"));
             };
             let (lo, hi) = int_range(ty).unwrap_or((i128::MIN, i128::MAX));
@@ -399,7 +405,13 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
         }
         SqlType::Year => {
-            let Some(i) = integer_of(v, exact) else {
+            // A double's fraction is cut, as MariaDB's `Field_year` casts
+            // it (2001.5e0 is 2001).
+            let cut = match v {
+                Val::Double(f) if !exact => Some(Val::Double(f.trunc())),
+                _ => None,
+            };
+            let Some(i) = integer_of(cut.as_ref().unwrap_or(v), exact) else {
                 return fail(not_a_number(v, "integer"));
             };
             let Some(y) = year_of(i, matches!(v, Val::Str(_))) else {
@@ -413,6 +425,11 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x))
                 }
                 Val::Str(_) => return fail(Misfit::TooLong),
+                // A double's fraction is cut (3.5e0 is 3), as MariaDB's.
+                Val::Double(f) if !exact => match integer_of(&Val::Double(f.trunc()), false) {
+                    Some(i) if i >= 0 && i <= i128::from(u64::MAX) => i as u64,
+                    _ => return fail(Misfit::TooLong),
+                },
                 other => match integer_of(other, exact) {
                     Some(i) if i >= 0 && i <= i128::from(u64::MAX) => i as u64,
                     // MariaDB's error for a BIT is "too long" (its warning,
@@ -1452,6 +1469,24 @@ mod tests {
         assert_eq!(store(tiny, Val::Dec(d)), Ok(Value::Int(3)));
         let u = SqlType::Int { unsigned: true };
         assert_eq!(code(store(u, Val::Int(-1))), 1264);
+        // A double's half goes to even (MariaDB's `rint`), a YEAR's and a
+        // BIT's fraction is cut.
+        let int = SqlType::Int { unsigned: false };
+        for (f, want) in [(16.5, 16), (17.5, 18), (-2.5, -2), (2.6, 3), (-0.5, 0)] {
+            assert_eq!(
+                store(int.clone(), Val::Double(f)),
+                Ok(Value::Int(want)),
+                "{f}"
+            );
+        }
+        assert_eq!(
+            store(SqlType::Year, Val::Double(2001.5)),
+            Ok(Value::UInt(2001))
+        );
+        assert_eq!(
+            store(SqlType::Bit { bits: 8 }, Val::Double(3.5)),
+            Ok(Value::Bit(3))
+        );
     }
 
     #[test]

@@ -449,8 +449,10 @@ struct Choice {
     filter: Option<Filter>,
 }
 
-/// A conjunct of one table (`tables`, a bit set) folded as that table's
-/// WHERE is folded (`plan::fold_constants`, numbers too): a string
+/// A constant conjunct evaluated once, as MariaDB's optimizer evaluates
+/// it (its warning the planning's; one not true leaves the join no row),
+/// and a conjunct of one table (`tables`, a bit set) folded as that
+/// table's WHERE is folded (`plan::fold_constants`, numbers too): a string
 /// compared with a number column is read as a number once, its warning
 /// once, not per row, as MariaDB's optimizer does for a join as for one
 /// table. Not a derived table's, nor an IS NULL of a table an outer join
@@ -463,6 +465,13 @@ fn fold_one_table(
     e: &Expr,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<Expr>> {
+    if tables == 0 && e.is_constant() {
+        let Some(first) = spec.tables.first() else {
+            return Ok(Some(e.clone()));
+        };
+        let folded = crate::engine::plan::fold_constants(&first.table, Some(e), true, ctx)?;
+        return Ok(folded.map(std::borrow::Cow::into_owned));
+    }
     let single = tables.count_ones() == 1;
     let t = &spec.tables[if single {
         tables.trailing_zeros() as usize
@@ -498,9 +507,20 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
         ));
     }
     let mut conds: Vec<Cond> = Vec::new();
-    for e in cond
-        .map(Expr::conjuncts)
-        .unwrap_or_default()
+    let mut written = cond.map(Expr::conjuncts).unwrap_or_default();
+    // A WHERE constant as a whole is evaluated by the rows' rules, its
+    // warning a row's (a strict INSERT … SELECT fails on it, as MariaDB's
+    // and as one table's WHERE does: `plan::fold_select_constants`).
+    let never = Expr::Lit(crate::engine::expr::Val::Int(0));
+    if let Some(c) = cond.filter(|c| c.is_constant()) {
+        let v = c.eval(&[], ctx)?;
+        written = if ctx.truth(&v) == Some(true) {
+            Vec::new()
+        } else {
+            vec![&never]
+        };
+    }
+    for e in written
         .into_iter()
         .chain(spec.inner_on.iter().flat_map(Expr::conjuncts))
     {
