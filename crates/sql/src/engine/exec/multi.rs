@@ -247,6 +247,10 @@ fn split_where(cond: Option<Expr>, late_on: Vec<Expr>) -> (Option<Expr>, Option<
     )
 }
 
+/// A joined row and how many warnings its context held when the row was
+/// read (its conditions', and those of the rows read before it).
+type JoinedRow = (Vec<Val>, usize);
+
 /// The joined rows that pass the join's conditions, each read row locked.
 fn read_joined(
     tx: &Transaction<'_>,
@@ -254,7 +258,7 @@ fn read_joined(
     cond: Option<&Expr>,
     stop: Option<usize>,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Vec<Vec<Val>>> {
+) -> SqlResult<Vec<JoinedRow>> {
     let plan = plan::join::plan(spec, cond, ctx)?;
     let mut rows = Vec::new();
     super::join::run_each(
@@ -264,29 +268,63 @@ fn read_joined(
         Some(LockMode::Exclusive),
         ctx,
         None,
-        &mut |row, _| {
+        &mut |row, ctx| {
             if rows.len() >= FETCH_ROWS_MAX {
                 return Err(SqlError::unsupported(format_args!(
                     "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
                 )));
             }
-            rows.push(row);
+            rows.push((row, ctx.warnings.len()));
             Ok(stop.is_none_or(|n| rows.len() < n))
         },
     )?;
     Ok(rows)
 }
 
+/// The joined rows in the order of `target`'s primary key (rows without
+/// its row last; the join's order among equals): the order MariaDB
+/// meets them in when it reads the target first, by its clustered key,
+/// which decides which of two rows taking one unique value under IGNORE
+/// changes, and which row's error a strict UPDATE gives.
+fn in_target_order(target: &JoinTable, rows: &mut [JoinedRow], tz_secs: i64) {
+    if rows.len() < 2 {
+        return;
+    }
+    let def = target.table.native.def();
+    let mut keyed: Vec<(Option<Vec<u8>>, JoinedRow)> = rows
+        .iter_mut()
+        .map(|r| {
+            let key = key_in(target, &r.0, tz_secs).ok().flatten();
+            (key.map(|k| key_bytes(def, &k)), std::mem::take(r))
+        })
+        .collect();
+    // Stable: equal keys keep the join's order.
+    keyed.sort_by(|a, b| match (&a.0, &b.0) {
+        (Some(x), Some(y)) => x.cmp(y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    for (slot, (_, row)) in rows.iter_mut().zip(keyed) {
+        *slot = row;
+    }
+}
+
 /// A strict multi-table UPDATE's error: the first warning (not a note)
-/// its conditions or values left. MariaDB's multi-table UPDATE is strict
-/// from before its optimizer runs (its single-table one only for the
-/// rows), so a constant's warning (`1 = 'x'`) fails it too.
-fn first_warning(ctx: &Ctx<'_>) -> Option<SqlError> {
+/// of the first `before` its conditions or values left. MariaDB's
+/// multi-table UPDATE is strict from before its optimizer runs (its
+/// single-table one only for the rows), so a constant's warning (`1 =
+/// 'x'`) fails it too.
+fn first_warning(ctx: &Ctx<'_>, before: usize) -> Option<SqlError> {
     use crate::engine::expr::eval::{NOTE_BIT, PLANNED_BIT};
     if !ctx.strict {
         return None;
     }
-    let (code, message) = ctx.warnings.iter().find(|(code, _)| code & NOTE_BIT == 0)?;
+    let (code, message) = ctx
+        .warnings
+        .iter()
+        .take(before)
+        .find(|(code, _)| code & NOTE_BIT == 0)?;
     Some(SqlError::new(code & !PLANNED_BIT, message.clone()))
 }
 
@@ -473,11 +511,17 @@ pub(super) fn update(
         Ok((rows, limit))
     }) {
         Err(e) => Err((e, Some(tx))),
-        Ok((rows, limit)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
-            let rows = rows.into_iter().map(|r| (r, Vec::new())).collect();
-            let rows = order_targets(rows, &after, limit, c)?;
-            changes_of_joined(&spec, &targets, rows, ignore, c, &mut cut)
-        }),
+        Ok((mut rows, limit)) => {
+            if after.order.is_empty() {
+                if let Some(first) = targets.first() {
+                    in_target_order(&spec.tables[first.at], &mut rows, ctx.env.tz_secs);
+                }
+            }
+            with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+                let rows = order_targets(rows, &after, limit, c)?;
+                changes_of_joined(&spec, &targets, rows, ignore, c, &mut cut)
+            })
+        }
     };
     let (rows, tx) = match evaluated {
         Ok(done) => done,
@@ -487,7 +531,7 @@ pub(super) fn update(
     // Every row was read and evaluated before anything is written: a
     // strict UPDATE fails on a condition's warning as MariaDB's does
     // (`abort_on_warning`), its DELETE does not.
-    if let Some(e) = first_warning(&ctx) {
+    if let Some(e) = first_warning(&ctx, usize::MAX) {
         drop(ctx);
         return txn::finish(conn, tx, Err(e));
     }
@@ -549,19 +593,20 @@ fn key_conflict(spec: &JoinSpec, targets: &[UpdateTarget]) -> SqlResult<()> {
 /// Each target's row of each joined row, the first time it is met, with
 /// its changes (a row number in warnings is the joined row's, as
 /// MariaDB's), and in `cut` the warnings of storing the values. Strict
-/// mode fails on a value's warning as it is given, after any warning the
-/// conditions left ([`first_warning`]).
+/// mode fails on a value's warning as it is given, unless a warning the
+/// conditions left by the time its row was read comes first
+/// ([`first_warning`]).
 fn changes_of_joined(
     spec: &JoinSpec,
     targets: &[UpdateTarget],
-    rows: Vec<(Vec<Val>, Vec<Value>)>,
+    rows: Vec<JoinedRow>,
     ignore: bool,
     c: &mut Ctx<'_>,
     cut: &mut usize,
 ) -> SqlResult<Vec<Changed>> {
     let mut seen: Vec<HashSet<Vec<u8>>> = targets.iter().map(|_| HashSet::new()).collect();
     let mut out = Vec::new();
-    for (n, (row, _)) in rows.into_iter().enumerate() {
+    for (n, (row, read)) in rows.into_iter().enumerate() {
         c.check_killed()?;
         for (x, seen) in targets.iter().zip(&mut seen) {
             let t = &spec.tables[x.at];
@@ -591,7 +636,7 @@ fn changes_of_joined(
                 // A condition's warning of a row before (or of this one)
                 // failed the statement first in MariaDB, which tests and
                 // changes a row at a time.
-                Err(e) => return Err(first_warning(c).unwrap_or(e)),
+                Err(e) => return Err(first_warning(c, read).unwrap_or(e)),
                 Ok(changes) => changes,
             };
             let old = row[t.offset..t.offset + t.table.columns.len()].to_vec();
@@ -787,7 +832,6 @@ pub(super) fn delete(
     let evaluated = match read_joined(&tx, &spec, cond.as_ref(), None, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
         Ok(rows) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
-            let rows = rows.into_iter().map(|r| (r, Vec::new())).collect();
             order_targets(rows, &after, None, c)
         }),
     };

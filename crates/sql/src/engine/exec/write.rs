@@ -2722,13 +2722,14 @@ fn in_key_order(table: &TableInfo, rows: &mut Vec<TargetRow>) {
 }
 
 /// Of the rows fetched, those the late conjuncts (correlated subqueries)
-/// pass, in ORDER BY order, cut at LIMIT.
-pub(super) fn order_targets(
-    mut rows: Vec<TargetRow>,
+/// pass, in ORDER BY order, cut at LIMIT (each row with what goes with
+/// it: its key, or a joined row's mark).
+pub(super) fn order_targets<K>(
+    mut rows: Vec<(Vec<Val>, K)>,
     targets: &Targets,
     limit: Option<usize>,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Vec<TargetRow>> {
+) -> SqlResult<Vec<(Vec<Val>, K)>> {
     let Targets { late, order, .. } = targets;
     if let Some(late) = late {
         let mut kept = Vec::with_capacity(rows.len());
