@@ -46,6 +46,7 @@ pub(crate) mod text;
 /// A double of fixed decimals as MariaDB prints it (the engine's string of
 /// such a double is the same text).
 pub use text::fixed as fixed_decimals_text;
+pub use text::float as float_text;
 /// A value as the text protocol sends it for a column (a default shown as
 /// the column's values are).
 pub use text::render as render_text;

@@ -423,9 +423,11 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
             CastTo::Unsigned => Kind::Int { unsigned: true },
-            CastTo::Char | CastTo::FixedChar(_) | CastTo::DoubleChar => Kind::Str {
-                collation: Some(Collation::Utf8mb4GeneralCi),
-            },
+            CastTo::Char | CastTo::FixedChar(_) | CastTo::DoubleChar | CastTo::FloatChar => {
+                Kind::Str {
+                    collation: Some(Collation::Utf8mb4GeneralCi),
+                }
+            }
             CastTo::Binary => Kind::Str { collation: None },
             CastTo::Decimal(_, s) => Kind::Dec { scale: *s },
             CastTo::Date => Kind::Date,
@@ -502,7 +504,11 @@ pub fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
         ),
         Expr::Cast(
             _,
-            CastTo::Binary | CastTo::Char | CastTo::FixedChar(_) | CastTo::DoubleChar,
+            CastTo::Binary
+            | CastTo::Char
+            | CastTo::FixedChar(_)
+            | CastTo::DoubleChar
+            | CastTo::FloatChar,
         ) => COERCIBILITY_IMPLICIT,
         Expr::Col(_) | Expr::InsertValue(_) | Expr::Agg(_) | Expr::Win(_) | Expr::Sub(_) => {
             match kind(e, scope) {
@@ -1802,6 +1808,14 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
         }
         CastTo::Char => Val::str(v.to_text()),
+        CastTo::FloatChar => match v {
+            Val::Double(f) => {
+                let mut text = Vec::new();
+                crate::protocol::float_text(f as f32, &mut text);
+                Val::Str(text)
+            }
+            other => Val::str(other.to_text()),
+        },
         CastTo::DoubleChar => match v {
             Val::Int(_) | Val::UInt(_) | Val::Dec(_) => {
                 Val::str(Val::Double(v.to_f64().0).to_text())

@@ -443,6 +443,11 @@ pub enum CastTo {
     /// text (`1.8446744073709552e19`), as a UNION's text column holds a
     /// DOUBLE arm's in MariaDB: made by the planner, never written.
     DoubleChar,
+    /// A FLOAT column's value as text, of its six significant digits as
+    /// MariaDB's `Field_float::val_str` gives them (`CONCAT(f)` of FLT_MAX
+    /// is '3.40282e38', not the double's 17 digits): made by the
+    /// lowering, never written.
+    FloatChar,
 }
 
 /// `CAST(x AS DOUBLE(M,D))`: see [`CastTo::FixedDouble`].
@@ -2188,8 +2193,15 @@ impl<'a> Scope<'a> {
         let e = self.year_column_text(self.bit_column_bytes(e));
         match self.fixed_decimals(&e) {
             Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
+            None if self.is_float_column(&e) => Expr::Cast(Box::new(e), CastTo::FloatChar),
             None => self.at_scale(e),
         }
+    }
+
+    /// Whether `e` is a FLOAT column (its text has six significant
+    /// digits: [`CastTo::FloatChar`]).
+    fn is_float_column(&self, e: &Expr) -> bool {
+        matches!(e, Expr::Col(c) if self.columns.get(*c).is_some_and(|col| col.meta.ty == ColumnType::Float))
     }
 
     /// A BIT column in a string context: its bytes (`Func::BitBytes`), as
