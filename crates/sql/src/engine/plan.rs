@@ -432,6 +432,14 @@ fn planned_since(ctx: &mut Ctx<'_>, before: usize) {
     }
 }
 
+/// Marks the warnings `ctx` got since `before` as those of converting a
+/// constant when the statement is prepared (`eval::PREPARED_BIT`).
+fn prepared_since(ctx: &mut Ctx<'_>, before: usize) {
+    for (code, _) in ctx.warnings.iter_mut().skip(before) {
+        *code |= super::expr::eval::PLANNED_BIT | super::expr::eval::PREPARED_BIT;
+    }
+}
+
 /// An UPDATE's SET value with each string literal compared with a BIGINT
 /// UNSIGNED column read as its number now, its warning the planning's:
 /// MariaDB converts such a constant when it prepares the statement, so a
@@ -452,7 +460,7 @@ pub fn read_unsigned_texts<'e>(
             Some((_, integer, text)) => {
                 let before = ctx.warnings.len();
                 let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
-                planned_since(ctx, before);
+                prepared_since(ctx, before);
                 text_replaced(e, number)
             }
             None => e.map_children(&mut |x| read(table, x, ctx)),
@@ -536,7 +544,7 @@ fn fold_disjuncts(
         let before = ctx.warnings.len();
         let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
         let number = if unsigned_big(table, col) {
-            planned_since(ctx, before);
+            prepared_since(ctx, before);
             number
         } else {
             warned_once(number, ctx, before)
@@ -554,7 +562,7 @@ fn fold_disjuncts(
             .iter()
             .map(|i| text_as_number(i, integer, ctx))
             .collect();
-        planned_since(ctx, before);
+        prepared_since(ctx, before);
         return Ok(Folded::Expr(Expr::In(
             x.clone(),
             items,

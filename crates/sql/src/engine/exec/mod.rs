@@ -707,12 +707,11 @@ pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
 /// Keeps one warning an evaluation left (a note when its code carries
 /// `NOTE_BIT`) as the statement's.
 pub(crate) fn keep_warning(conn: &mut Conn<'_>, code: u16, message: String) {
-    use crate::engine::expr::eval::{NOTE_BIT, PLANNED_BIT};
+    use crate::engine::expr::eval::{FLAG_BITS, NOTE_BIT, PLANNED_BIT};
     if code & NOTE_BIT != 0 {
-        conn.session
-            .note_only(code & !(NOTE_BIT | PLANNED_BIT), message);
+        conn.session.note_only(code & !FLAG_BITS, message);
     } else if code & PLANNED_BIT != 0 {
-        conn.session.warn_planned(code & !PLANNED_BIT, message);
+        conn.session.warn_planned(code & !FLAG_BITS, message);
     } else {
         txn::warn(conn, code, message);
     }

@@ -314,9 +314,10 @@ fn in_target_order(target: &JoinTable, rows: &mut [JoinedRow], tz_secs: i64) {
 /// of the first `before` its conditions or values left. MariaDB's
 /// multi-table UPDATE is strict from before its optimizer runs (its
 /// single-table one only for the rows), so a constant's warning (`1 =
-/// 'x'`) fails it too.
+/// 'x'`) fails it too; not one of converting a constant when the
+/// statement is prepared (`eval::PREPARED_BIT`).
 fn first_warning(ctx: &Ctx<'_>, before: usize) -> Option<SqlError> {
-    use crate::engine::expr::eval::{NOTE_BIT, PLANNED_BIT};
+    use crate::engine::expr::eval::{FLAG_BITS, NOTE_BIT, PREPARED_BIT};
     if !ctx.strict {
         return None;
     }
@@ -324,8 +325,8 @@ fn first_warning(ctx: &Ctx<'_>, before: usize) -> Option<SqlError> {
         .warnings
         .iter()
         .take(before)
-        .find(|(code, _)| code & NOTE_BIT == 0)?;
-    Some(SqlError::new(code & !PLANNED_BIT, message.clone()))
+        .find(|(code, _)| code & (NOTE_BIT | PREPARED_BIT) == 0)?;
+    Some(SqlError::new(code & !FLAG_BITS, message.clone()))
 }
 
 /// LIMIT's value (a row count).

@@ -180,6 +180,15 @@ pub const NOTE_BIT: u16 = 0x8000;
 /// before any row): strict mode does not make it the statement's error.
 pub const PLANNED_BIT: u16 = 0x4000;
 
+/// Marks a planning warning (with [`PLANNED_BIT`]) as one of converting
+/// a constant when the statement is prepared (a string compared with a
+/// BIGINT UNSIGNED column: MariaDB's `fix_fields`), before even a
+/// multi-table UPDATE turns strict: no strict mode makes it an error.
+pub const PREPARED_BIT: u16 = 0x2000;
+
+/// The bits [`Ctx::warnings`] may carry besides MySQL's code.
+pub const FLAG_BITS: u16 = NOTE_BIT | PLANNED_BIT | PREPARED_BIT;
+
 impl<'a> Ctx<'a> {
     /// A context for a nested evaluation (one group's aggregates; rows
     /// whose correlated subqueries `correlated` runs): the same session
