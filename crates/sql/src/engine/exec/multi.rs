@@ -5,8 +5,9 @@
 //! The FROM list is joined as a SELECT's is (`from::join_from`,
 //! `plan::join`, `join::run_each`), in the statement's transaction with
 //! every row it reads locked exclusively. Then, a joined row at a time in
-//! the join's order (or ORDER BY's, cut at LIMIT: an UPDATE's only, as
-//! MariaDB's grammar has them), each target table's row in it is changed
+//! the order of the first target's primary key (or ORDER BY's, cut at
+//! LIMIT: an UPDATE's only, as MariaDB's grammar has them; a DELETE's
+//! order changes nothing), each target table's row in it is changed
 //! once: the first joined row it is in decides its values, later ones
 //! leave it (MariaDB's "each matching row is updated once"). A target
 //! NULL-extended by an outer join has no row there. The values are
@@ -97,10 +98,7 @@ fn select_of(
 ) -> SqlResult<ast::Select> {
     match *query_of(tables, selection)?.body {
         ast::SetExpr::Select(s) => Ok(*s),
-        _ => Err(SqlError::new(
-            codes::UNKNOWN,
-            "the join template is no SELECT",
-        )),
+        _ => unreachable!("query_of makes a SELECT"),
     }
 }
 
