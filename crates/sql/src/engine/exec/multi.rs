@@ -28,11 +28,11 @@ use sqlparser::tokenizer::Location;
 
 use super::convert::Target;
 use super::write::{
-    changes_counted, default_assigned, define_update, for_column, has_unique, is_default_word,
-    key_bytes, key_taken, lower_checks, order_targets, stored_again, update_duplicate,
-    with_per_row, Check, Targets,
+    changes_counted, default_assigned, define_update, finish_write, for_column, has_unique,
+    is_default_word, key_bytes, key_taken, lower_checks, order_targets, stored_again,
+    update_duplicate, with_per_row, write_ctx, Check, Targets,
 };
-use super::{env, keep_warnings, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
+use super::{env, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
 use crate::backend::OkInfo;
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::{name_parts, Ctx, Expr, Val};
@@ -489,10 +489,7 @@ pub(super) fn update(
     let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.killed = Some(&info.query_killed);
-    ctx.strict = strict;
-    ctx.ignore = ignore;
+    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
     let after = Targets {
         cond: None,
         late,
@@ -536,12 +533,7 @@ pub(super) fn update(
     }
     let tz_secs = ctx.env.tz_secs;
     let result = write_changes(&tx, &spec, &rows, ignore, tz_secs);
-    let warnings = std::mem::take(&mut ctx.warnings);
-    drop(ctx);
-    let (matched, changed) = txn::finish(conn, tx, result)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.warnings = warnings;
-    keep_warnings(conn, &mut ctx);
+    let (matched, changed) = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: changed,
         // MariaDB's multi-table UPDATE counts only the values' warnings
@@ -818,10 +810,7 @@ pub(super) fn delete(
     let ignore = crate::engine::session::delete_ignore(del);
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.killed = Some(&info.query_killed);
-    ctx.strict = strict;
-    ctx.ignore = ignore;
+    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
     let after = Targets {
         cond: None,
         late,
@@ -866,12 +855,7 @@ pub(super) fn delete(
         }
         Ok(deleted)
     })();
-    let warnings = std::mem::take(&mut ctx.warnings);
-    drop(ctx);
-    let affected = txn::finish(conn, tx, result)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.warnings = warnings;
-    keep_warnings(conn, &mut ctx);
+    let affected = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,
         ..OkInfo::default()

@@ -2274,6 +2274,40 @@ pub(super) fn has_unique(def: &schema::TableDef) -> bool {
         .any(|i| i.kind == schema::IndexKind::Unique)
 }
 
+/// The evaluation context of an UPDATE or DELETE: KILL QUERY (`killed`)
+/// ends its loops, `strict` makes a warning its error, `ignore` (IGNORE)
+/// stores what does not fit as a non-strict mode would.
+pub(super) fn write_ctx<'a>(
+    params: &'a [Val],
+    env: &'a crate::engine::expr::Env,
+    killed: &'a std::sync::atomic::AtomicBool,
+    strict: bool,
+    ignore: bool,
+) -> Ctx<'a> {
+    let mut ctx = Ctx::new(params, env);
+    ctx.killed = Some(killed);
+    ctx.strict = strict;
+    ctx.ignore = ignore;
+    ctx
+}
+
+/// Ends an UPDATE or DELETE: its transaction finished with `result`
+/// (an autocommit statement's committed), then the warnings its context
+/// `ctx` holds kept as the statement's.
+pub(super) fn finish_write<'s, T>(
+    conn: &mut Conn<'s>,
+    tx: Transaction<'s>,
+    result: SqlResult<T>,
+    ctx: Ctx<'_>,
+) -> SqlResult<T> {
+    let warnings = ctx.warnings;
+    let done = txn::finish(conn, tx, result)?;
+    for (code, message) in warnings {
+        keep_warning(conn, code, message);
+    }
+    Ok(done)
+}
+
 /// A row an UPDATE or DELETE touches: its values and its primary key.
 pub(super) type TargetRow = (Vec<Val>, Vec<Value>);
 
@@ -2940,10 +2974,7 @@ fn update(
     let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.killed = Some(&info.query_killed);
-    ctx.strict = strict;
-    ctx.ignore = ignore;
+    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
     let assignments: Vec<(usize, Expr)> = assignments
         .into_iter()
         .map(
@@ -3098,12 +3129,7 @@ fn update(
         // The last batch goes with the commit (or `txn::finish` sends it).
         Ok((matched, changed))
     })();
-    let warnings = std::mem::take(&mut ctx.warnings);
-    drop(ctx);
-    let (matched, changed) = txn::finish(conn, tx, result)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.warnings = warnings;
-    keep_warnings(conn, &mut ctx);
+    let (matched, changed) = finish_write(conn, tx, result, ctx)?;
     let info = if impossible {
         String::new()
     } else {
@@ -3149,10 +3175,7 @@ fn delete(
     let ignore = crate::engine::session::delete_ignore(del);
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.killed = Some(&info.query_killed);
-    ctx.strict = strict;
-    ctx.ignore = ignore;
+    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
     let evaluated = match fetch_targets(&tx, &table, &mut targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
         Ok((rows, limit, ..)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
@@ -3175,12 +3198,7 @@ fn delete(
         }
         Ok(rows.len() as u64)
     })();
-    let warnings = std::mem::take(&mut ctx.warnings);
-    drop(ctx);
-    let affected = txn::finish(conn, tx, result)?;
-    let mut ctx = Ctx::new(params, &environment);
-    ctx.warnings = warnings;
-    keep_warnings(conn, &mut ctx);
+    let affected = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,
         ..OkInfo::default()
