@@ -95,16 +95,38 @@ pub fn fold_constants<'e>(
     numbers: bool,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<std::borrow::Cow<'e, Expr>>> {
+    fold_constants_with(table, cond, numbers, numbers, ctx)
+}
+
+/// [`fold_constants`] with `numbers` of a single-table UPDATE's or
+/// DELETE's WHERE: a comparison's constant side that is no literal is not
+/// cached ([`cached_side`]): MariaDB's single-table UPDATE and DELETE run
+/// no join optimizer, and evaluate it per row.
+pub fn fold_row_constants<'e>(
+    table: &TableInfo,
+    cond: Option<&'e Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<std::borrow::Cow<'e, Expr>>> {
+    fold_constants_with(table, cond, true, false, ctx)
+}
+
+fn fold_constants_with<'e>(
+    table: &TableInfo,
+    cond: Option<&'e Expr>,
+    numbers: bool,
+    cache: bool,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<std::borrow::Cow<'e, Expr>>> {
     use std::borrow::Cow;
     let Some(cond) = cond else {
         return Ok(None);
     };
-    if !has_constant_part(table, numbers, cond) {
+    if !has_constant_part(table, numbers, cache, cond) {
         return Ok(Some(Cow::Borrowed(cond)));
     }
     let mut kept: Vec<Expr> = Vec::new();
     for c in cond.conjuncts() {
-        match fold_disjuncts(table, numbers, c, ctx)? {
+        match fold_disjuncts(table, numbers, cache, c, ctx)? {
             Folded::True => {}
             Folded::NotTrue => return Ok(Some(Cow::Owned(Expr::Lit(Val::Int(0))))),
             Folded::Expr(e) => kept.push(e),
@@ -277,14 +299,16 @@ enum Folded {
 
 /// Whether a conjunct of `e`, or a disjunct of one, is constant, or (with
 /// `table`) compares a number column of it with a string literal.
-fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
+fn has_constant_part(table: &TableInfo, numbers: bool, cache: bool, e: &Expr) -> bool {
     match e {
         Expr::And(a, b) | Expr::Or(a, b) => {
-            has_constant_part(table, numbers, a) || has_constant_part(table, numbers, b)
+            has_constant_part(table, numbers, cache, a)
+                || has_constant_part(table, numbers, cache, b)
         }
-        Expr::Not(a) if !a.is_constant() => has_constant_part(table, numbers, a),
+        Expr::Not(a) if !a.is_constant() => has_constant_part(table, numbers, cache, a),
         Expr::Xor(a, b) if !(a.is_constant() && b.is_constant()) => {
-            has_constant_part(table, numbers, a) || has_constant_part(table, numbers, b)
+            has_constant_part(table, numbers, cache, a)
+                || has_constant_part(table, numbers, cache, b)
         }
         other => {
             other.is_constant()
@@ -293,8 +317,30 @@ fn has_constant_part(table: &TableInfo, numbers: bool, e: &Expr) -> bool {
                 || (numbers
                     && (time_vs_text(table, other)
                         || number_in_texts(table, other).is_some()
-                        || number_between_texts(table, other).is_some()))
+                        || number_between_texts(table, other).is_some()
+                        || (cache && cached_side(other).is_some())))
         }
+    }
+}
+
+/// Of a comparison of a column expression with a constant that is no
+/// literal (`a = CAST('x' AS SIGNED)`, `d < DATE('2024-01-01')`), the
+/// constant side: 0 left, 1 right. MariaDB evaluates such a constant
+/// once and caches it (`cache_const_expr`), its warnings once. Not one
+/// with a placeholder (a prepared point read's `id = ?` stays as it is).
+fn cached_side(e: &Expr) -> Option<usize> {
+    let Expr::Cmp(_, a, b, _) = e else {
+        return None;
+    };
+    let cacheable = |x: &Expr| {
+        let mut param = false;
+        x.each(&mut |y| param |= matches!(y, Expr::Param(_)));
+        !matches!(x, Expr::Lit(_)) && x.is_constant() && !param
+    };
+    match (cacheable(a), cacheable(b)) {
+        (true, false) if !b.is_constant() => Some(0),
+        (false, true) if !a.is_constant() => Some(1),
+        _ => None,
     }
 }
 
@@ -509,6 +555,7 @@ fn warned_once(mut value: Expr, ctx: &mut Ctx<'_>, before: usize) -> Expr {
 fn fold_disjuncts(
     table: &TableInfo,
     numbers: bool,
+    cache: bool,
     e: &Expr,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Folded> {
@@ -590,6 +637,25 @@ fn fold_disjuncts(
             *c,
         )));
     }
+    // A comparison's constant side that is no literal is evaluated once,
+    // its warnings at the first row compared (`Func::WarnOnce`); one that
+    // fails is left to fail at a row, as MariaDB's (no row, no error).
+    if let (true, Some(side), Expr::Cmp(op, a, b, c)) = (cache, cached_side(e), e) {
+        let constant = if side == 0 { a } else { b };
+        let before = ctx.warnings.len();
+        match constant.eval(&[], ctx) {
+            Ok(v) => {
+                let cached = Box::new(warned_once(Expr::Lit(v), ctx, before));
+                let (a, b) = if side == 0 {
+                    (cached, b.clone())
+                } else {
+                    (a.clone(), cached)
+                };
+                return Ok(Folded::Expr(Expr::Cmp(*op, a, b, *c)));
+            }
+            Err(_) => ctx.warnings.truncate(before),
+        }
+    }
     // So are those compared with a TIME column, as TIMEs.
     if numbers && time_vs_text(table, e) {
         return Ok(Folded::Expr(time_texts_read(e, ctx)));
@@ -607,7 +673,7 @@ fn fold_disjuncts(
                 let value = x.eval(&[], ctx)?;
                 return Ok(warned_once(Expr::Lit(value), ctx, before));
             }
-            Ok(match fold_disjuncts(table, numbers, x, ctx)? {
+            Ok(match fold_disjuncts(table, numbers, cache, x, ctx)? {
                 Folded::True => Expr::Lit(Val::Int(1)),
                 Folded::NotTrue => x.clone(),
                 Folded::Expr(x) => x,
@@ -618,7 +684,7 @@ fn fold_disjuncts(
     }
     // Under NOT too (`NOT ('date' = f)` reads 'date' before the rows).
     if let Expr::Not(inner) = e {
-        return Ok(match fold_disjuncts(table, numbers, inner, ctx)? {
+        return Ok(match fold_disjuncts(table, numbers, cache, inner, ctx)? {
             Folded::True => Folded::NotTrue,
             // NOT of an order comparison is the opposite one (NULL either
             // way), which a key's range can use, as MariaDB's range
@@ -636,10 +702,10 @@ fn fold_disjuncts(
     let Expr::Or(a, b) = e else {
         return Ok(Folded::Expr(e.clone()));
     };
-    Ok(match fold_disjuncts(table, numbers, a, ctx)? {
+    Ok(match fold_disjuncts(table, numbers, cache, a, ctx)? {
         Folded::True => Folded::True,
-        Folded::NotTrue => fold_disjuncts(table, numbers, b, ctx)?,
-        Folded::Expr(a) => match fold_disjuncts(table, numbers, b, ctx)? {
+        Folded::NotTrue => fold_disjuncts(table, numbers, cache, b, ctx)?,
+        Folded::Expr(a) => match fold_disjuncts(table, numbers, cache, b, ctx)? {
             Folded::True => Folded::True,
             Folded::NotTrue => Folded::Expr(a),
             Folded::Expr(b) => Folded::Expr(Expr::Or(Box::new(a), Box::new(b))),

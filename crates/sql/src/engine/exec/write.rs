@@ -2329,9 +2329,10 @@ fn fold_target_cond<'e>(
     };
     let planned = ctx.warnings.len();
     let cond = match folded {
-        Some(folded) => plan::fold_constants(table, Some(&folded), true, ctx)?
-            .map(|c| Cow::Owned(c.into_owned())),
-        None => plan::fold_constants(table, cond, true, ctx)?,
+        Some(folded) => {
+            plan::fold_row_constants(table, Some(&folded), ctx)?.map(|c| Cow::Owned(c.into_owned()))
+        }
+        None => plan::fold_row_constants(table, cond, ctx)?,
     };
     Ok((cond, planned))
 }
