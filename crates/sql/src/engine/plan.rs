@@ -332,10 +332,14 @@ fn cached_side(e: &Expr) -> Option<usize> {
     let Expr::Cmp(_, a, b, _) = e else {
         return None;
     };
+    // A column or literal side (the common case) needs no walk.
     let cacheable = |x: &Expr| {
+        if matches!(x, Expr::Lit(_) | Expr::Col(_) | Expr::Param(_)) || !x.is_constant() {
+            return false;
+        }
         let mut param = false;
         x.each(&mut |y| param |= matches!(y, Expr::Param(_)));
-        !matches!(x, Expr::Lit(_)) && x.is_constant() && !param
+        !param
     };
     match (cacheable(a), cacheable(b)) {
         (true, false) if !b.is_constant() => Some(0),

@@ -29,7 +29,7 @@ use sqlparser::tokenizer::Location;
 use super::convert::Target;
 use super::write::{
     changes_counted, default_assigned, define_update, finish_write, for_column, has_unique,
-    is_default_word, key_bytes, key_taken, lower_checks, order_targets, stored_again,
+    is_default_word, key_bytes, key_taken, limit_of, lower_checks, order_targets, stored_again,
     update_duplicate, with_per_row, write_ctx, Check, Targets,
 };
 use super::{env, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
@@ -40,15 +40,6 @@ use crate::engine::plan;
 use crate::engine::plan::join::{JoinSpec, JoinTable};
 use crate::engine::{txn, Answered, Conn};
 use crate::error::{codes, SqlError, SqlResult};
-
-/// The join of a multi-table statement's FROM list.
-struct Joined {
-    spec: JoinSpec,
-    hidden: Vec<usize>,
-    /// Conjuncts of ON clauses that run correlated subqueries (tested with
-    /// the WHERE's late ones).
-    late_on: Vec<Expr>,
-}
 
 /// One table an UPDATE changes: its place in the join and its
 /// assignments (a column of the table, its value over the joined row).
@@ -147,38 +138,38 @@ pub(super) fn explained_query(statement: &ast::Statement) -> SqlResult<Option<as
     }
 }
 
-/// The join of `select`'s FROM list, once no ALTER TABLE copy holds one
-/// of the `writes(spec)` tables (each waited for as a single-table write
-/// waits, then the join made again with their new definitions).
+/// The join of a multi-table `statement`'s `tables` and WHERE, its
+/// uncorrelated subqueries run first (once), as a SELECT's.
 fn join_of(
     conn: &mut Conn<'_>,
-    select: &ast::Select,
+    statement: &impl ast::Visit,
+    tables: Vec<ast::TableWithJoins>,
+    selection: &Option<ast::Expr>,
     placeholders: &[Location],
     params: &[Val],
-    writes: impl Fn(&JoinSpec) -> SqlResult<Vec<usize>>,
-) -> SqlResult<Joined> {
+) -> SqlResult<super::from::JoinFrom> {
+    let select = select_of(tables, selection.clone())?;
+    super::subquery::prepare(conn, statement, 0, placeholders, Some(params))?;
+    super::from::join_from(conn, &select, placeholders, Some(params))
+}
+
+/// Waits, as a single-table write waits, while an ALTER TABLE copy holds
+/// one of the `targets` (places in `spec`); true when it waited, and the
+/// statement then starts again with the tables' new definitions.
+fn waited_for_copies(
+    conn: &Conn<'_>,
+    spec: &JoinSpec,
+    targets: impl Iterator<Item = usize>,
+) -> SqlResult<bool> {
     let mut waited = false;
-    loop {
-        let j = super::from::join_from(conn, select, placeholders, Some(params))?;
-        let mut copying = Vec::new();
-        for at in writes(&j.spec)? {
-            let t = &j.spec.tables[at];
-            if t.table.sql.copy.is_some() {
-                copying.push(Arc::clone(&t.table));
-            }
+    for at in targets {
+        let t = &spec.tables[at].table;
+        if t.sql.copy.is_some() {
+            crate::engine::alter_copy::wait_writable(conn, Arc::clone(t))?;
+            waited = true;
         }
-        if copying.is_empty() || waited {
-            return Ok(Joined {
-                spec: j.spec,
-                hidden: j.hidden,
-                late_on: j.late,
-            });
-        }
-        for t in copying {
-            crate::engine::alter_copy::wait_writable(conn, t)?;
-        }
-        waited = true;
     }
+    Ok(waited)
 }
 
 /// A target table must be a table of the cluster with a primary key.
@@ -327,21 +318,6 @@ fn first_warning(ctx: &Ctx<'_>, before: usize) -> Option<SqlError> {
     Some(SqlError::new(code & !FLAG_BITS, message.clone()))
 }
 
-/// LIMIT's value (a row count).
-fn limit_of(limit: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResult<Option<usize>> {
-    match limit {
-        None => Ok(None),
-        Some(l) => match l.eval(&[], ctx)? {
-            Val::Int(i) if i >= 0 => Ok(Some(i as usize)),
-            Val::UInt(u) => Ok(Some(usize::try_from(u).unwrap_or(usize::MAX))),
-            _ => Err(SqlError::new(
-                codes::WRONG_ARGUMENTS,
-                "Incorrect arguments to LIMIT",
-            )),
-        },
-    }
-}
-
 /// The table and column an assignment's name gives: `c`, `t.c` or
 /// `db.t.c`.
 fn assigned_column(
@@ -367,34 +343,12 @@ pub(super) fn update(
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
     let tables = update_tables(up).unwrap_or_else(|| vec![up.table.clone()]);
-    let select = select_of(tables, up.selection.clone())?;
-    super::subquery::prepare(conn, up, 0, placeholders, Some(params))?;
-    // The tables written are those the SET names; found again below, with
-    // their errors, once the scope exists.
-    let writes = |spec: &JoinSpec| {
-        let columns = spec.columns.clone();
-        let mut at = Vec::new();
-        for a in &up.assignments {
-            if let ast::AssignmentTarget::ColumnName(n) = &a.target {
-                let parts = name_parts(n);
-                let table = parts.len().checked_sub(2).and_then(|i| parts.get(i));
-                let name = parts.last();
-                for (p, c) in columns.iter().enumerate() {
-                    let table_ok = table.is_none_or(|t| c.table.eq_ignore_ascii_case(t));
-                    if table_ok && name.is_some_and(|n| c.name.eq_ignore_ascii_case(n)) {
-                        at.extend(plan::join::table_at(spec, p));
-                    }
-                }
-            }
-        }
-        Ok(at)
-    };
-    let joined = join_of(conn, &select, placeholders, params, writes)?;
-    let Joined {
+    let super::from::JoinFrom {
         spec,
         hidden,
-        late_on,
-    } = joined;
+        late: late_on,
+        ..
+    } = join_of(conn, up, tables, &up.selection, placeholders, params)?;
     let columns = spec.columns.clone();
     super::correlated::plan(conn, &up.assignments, 0, &columns, &hidden, placeholders)?;
     super::correlated::plan(conn, &up.selection, 0, &columns, &hidden, placeholders)?;
@@ -475,6 +429,9 @@ pub(super) fn update(
         }
     }
     targets.sort_by_key(|x| x.at);
+    if waited_for_copies(conn, &spec, targets.iter().map(|x| x.at))? {
+        return update(conn, up, params, placeholders);
+    }
     key_conflict(&spec, &targets)?;
     let (cond, late) = split_where(cond, late_on);
     let per_row = late.is_some()
@@ -765,15 +722,16 @@ pub(super) fn delete(
         }
         None => (del.tables.clone(), from.clone()),
     };
-    let select = select_of(tables, del.selection.clone())?;
-    super::subquery::prepare(conn, del, 0, placeholders, Some(params))?;
-    let writes = |spec: &JoinSpec| delete_targets(spec, &named);
-    let Joined {
+    let super::from::JoinFrom {
         spec,
         hidden,
-        late_on,
-    } = join_of(conn, &select, placeholders, params, writes)?;
+        late: late_on,
+        ..
+    } = join_of(conn, del, tables, &del.selection, placeholders, params)?;
     let targets = delete_targets(&spec, &named)?;
+    if waited_for_copies(conn, &spec, targets.iter().copied())? {
+        return delete(conn, del, params, placeholders);
+    }
     // MariaDB reads a multi-table DELETE's subqueries while it deletes:
     // one that reads a table deleted from is refused.
     for at in &targets {

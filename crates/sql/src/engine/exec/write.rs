@@ -2308,6 +2308,21 @@ pub(super) fn finish_write<'s, T>(
     Ok(done)
 }
 
+/// An UPDATE's or DELETE's LIMIT as a row count.
+pub(super) fn limit_of(limit: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResult<Option<usize>> {
+    match limit {
+        None => Ok(None),
+        Some(l) => match l.eval(&[], ctx)? {
+            Val::Int(i) if i >= 0 => Ok(Some(i as usize)),
+            Val::UInt(u) => Ok(Some(usize::try_from(u).unwrap_or(usize::MAX))),
+            _ => Err(SqlError::new(
+                codes::WRONG_ARGUMENTS,
+                "Incorrect arguments to LIMIT",
+            )),
+        },
+    }
+}
+
 /// A row an UPDATE or DELETE touches: its values and its primary key.
 pub(super) type TargetRow = (Vec<Val>, Vec<Value>);
 
@@ -2365,19 +2380,7 @@ fn fetch_targets(
         order,
         limit,
     } = &*targets;
-    let limit = match limit {
-        Some(l) => match l.eval(&[], ctx)? {
-            Val::Int(i) if i >= 0 => Some(i as usize),
-            Val::UInt(u) => Some(usize::try_from(u).unwrap_or(usize::MAX)),
-            _ => {
-                return Err(SqlError::new(
-                    codes::WRONG_ARGUMENTS,
-                    "Incorrect arguments to LIMIT",
-                ))
-            }
-        },
-        None => None,
-    };
+    let limit = limit_of(limit.as_ref(), ctx)?;
     // LIMIT 0 reads nothing and evaluates no condition (nor warns), as
     // MariaDB's UPDATE and DELETE end before their optimizer runs.
     if limit == Some(0) {
