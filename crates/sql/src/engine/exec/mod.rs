@@ -47,30 +47,12 @@ pub const OPS_PER_EXECUTE_MAX: usize = 256;
 pub const FETCH_ROWS_MAX: usize = 10_000_000;
 
 /// `DO expr, …` (parsed as the SELECT of its expressions): they are
-/// evaluated, their warnings and errors the statement's, and the row
-/// dropped; the answer is an OK.
+/// evaluated, their warnings and errors the statement's
+/// ([`select::run_do`]); the answer is an OK.
 pub fn run_do(conn: &mut Conn<'_>, select: &Statement) -> SqlResult<Answered> {
-    /// Keeps nothing.
-    struct Dropped;
-    impl ResultSink for Dropped {
-        fn columns(&mut self, _: &[crate::value::ColumnMeta]) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn row(&mut self, _: &[SqlValue]) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn end_rows(&mut self, _: &crate::engine::OkInfo) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn ok(&mut self, _: &crate::engine::OkInfo) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn error(&mut self, _: &SqlError) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     super::users::authorize(conn, select)?;
-    query(conn, select, &[], false, &mut Dropped)?;
+    let (q, params, placeholders) = query_start(conn, select, &[])?;
+    select::run_do(conn, q, &params, &placeholders)?;
     Ok(Answered::Ok(crate::engine::OkInfo {
         warnings: conn.session.warning_count(),
         ..crate::engine::OkInfo::default()

@@ -11,7 +11,7 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use super::{convert, env, fetch, fetch_each, keep_warnings, table_scope, with_scope};
+use super::{convert, env, fetch, fetch_each, keep_warning, keep_warnings, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::{compare, Env};
@@ -1586,6 +1586,64 @@ pub fn run(
 ) -> SqlResult<Answered> {
     let plans = plan_query(conn, q, placeholders, Some(params))?;
     answer(conn, plans, params, more, sink)
+}
+
+/// Runs a `DO`'s expressions as MariaDB's `mysql_do` does: each in turn,
+/// and the statement is OK whatever they raise. The first error met while
+/// they are evaluated (a subquery of two rows, a BIGINT out of range) is
+/// kept as the statement's "Error" note, later ones are dropped, and the
+/// expressions after it still run (their warnings kept). An error found
+/// while the statement is planned (an unknown table, column or function,
+/// a subquery of two columns) fails it, as nothing ran yet. A subquery of
+/// more than one row is NULL with its 1242 by then (the statement runs as
+/// one with IGNORE: `session::ignores_errors`); that 1242 is an error.
+pub(crate) fn run_do(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<()> {
+    let plans = plan_query(conn, q, placeholders, Some(params))?;
+    let [p] = plans.planned.as_slice() else {
+        unreachable!("a DO is one SELECT of expressions (`session::parse`)");
+    };
+    if !p.aggs.is_empty() {
+        return Err(SqlError::new(
+            codes::INVALID_GROUP_FUNC_USE,
+            "Invalid use of group function",
+        ));
+    }
+    if p.table.is_some() || p.join.is_some() || p.rows.is_some() || !p.windows.is_empty() {
+        rows_of_planned(conn, &plans, params)?;
+        return Ok(());
+    }
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    ctx.deadline = super::super::session::execution_deadline(conn);
+    let mut failed = false;
+    let mut note_error = |conn: &mut Conn<'_>, error: &SqlError| {
+        if !std::mem::replace(&mut failed, true) {
+            conn.session.note_error(error);
+        }
+    };
+    for item in &p.items {
+        let outcome = item.eval(&[], &mut ctx);
+        for (code, message) in ctx.warnings.drain(..) {
+            if code & !crate::engine::expr::eval::FLAG_BITS == codes::SUBQUERY_NO_1_ROW {
+                note_error(conn, &SqlError::new(codes::SUBQUERY_NO_1_ROW, message));
+            } else {
+                keep_warning(conn, code, message);
+            }
+        }
+        match outcome {
+            Err(e) if matches!(e.code, codes::QUERY_INTERRUPTED | codes::QUERY_TIMEOUT) => return Err(e),
+            Err(e) => note_error(conn, &e),
+            Ok(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Stores a row's values ([`first_error_in_key_order`]): in the
