@@ -3676,6 +3676,7 @@ fn aggregate(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Val>)>> {
     let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
+    let stored = groups_through_table(p);
     let mut index: KeyMap<Vec<u8>, usize> = KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     let mut rollup = rolled.map(|r| Rollup::new(p, r));
@@ -3696,7 +3697,7 @@ fn aggregate(
             if groups.is_empty() {
                 groups.push((row.clone(), fresh.clone()));
             }
-            add_to_group(p, &mut groups[0].1, &row, ctx)?;
+            add_to_group(p, &mut groups[0].1, &row, stored, ctx)?;
             continue;
         }
         let mut key_values = Vec::with_capacity(p.group.len());
@@ -3717,7 +3718,7 @@ fn aggregate(
                 groups.len() - 1
             }
         };
-        add_to_group(p, &mut groups[at].1, &row, ctx)?;
+        add_to_group(p, &mut groups[at].1, &row, stored, ctx)?;
     }
     if groups.is_empty() && p.group.is_empty() {
         let width = p.source.len();
@@ -3872,7 +3873,7 @@ impl Rollup {
                     groups.len() - 1
                 }
             };
-            add_to_group(p, &mut groups[at].2, row, ctx)?;
+            add_to_group(p, &mut groups[at].2, row, false, ctx)?;
         }
         Ok(())
     }
@@ -3931,11 +3932,124 @@ impl Rollup {
     }
 }
 
-/// Adds `row` to the aggregate states of its group.
+/// Whether MariaDB groups this SELECT's rows through a temporary table,
+/// whose columns hold each row's SUM and AVG arguments at their types: a
+/// quotient's extra digits (`eval::division_digits`) are then rounded to
+/// its scale before they are added (`SUM(x / 3)` of 1 and 2 is 1.0000
+/// when grouped in a key's order, 0.9999 through the table).
+///
+/// MariaDB groups the rows of the first table it reads in a key's order
+/// when the GROUP BY's columns are, in order, a prefix of one of its
+/// ordered keys (the primary key too, its clustered index) that the
+/// index hints allow; else by sorting that table's rows, not through
+/// the temporary table, when a DISTINCT aggregate, GROUP_CONCAT or WITH
+/// ROLLUP asks for a sort. Of one table, a condition on the first column
+/// of another key has that key read the rows (through the table then),
+/// unless a LIMIT without ORDER BY has it read by the GROUP BY's key to
+/// stop early. Of a join, the GROUP BY's table is taken to be read first
+/// unless it cannot be (it is NULL-extended or must follow another); one
+/// that groups by another table's columns, or several tables', groups
+/// through the table.
+fn groups_through_table(p: &Planned) -> bool {
+    use schema::IndexKind;
+    let sums_decimals = p
+        .aggs
+        .iter()
+        .any(|a| matches!(a.func, AggFn::Sum | AggFn::Avg) && matches!(a.arg_kind, Kind::Dec { .. }));
+    if p.group.is_empty() || !sums_decimals {
+        return false;
+    }
+    let sorted = p.rollup || p.aggs.iter().any(|a| a.distinct || a.concat.is_some());
+    let grouped: Option<Vec<usize>> = p
+        .group
+        .iter()
+        .map(|g| match g {
+            Expr::Col(c) => Some(*c),
+            _ => None,
+        })
+        .collect();
+    // The table read first, its hints, the GROUP BY's columns in it (None:
+    // not only columns), and the condition that may pick its key.
+    let (table, hints, grouped, cond) = match (&p.table, &p.join) {
+        (Some(t), _) => (t, &p.hints, grouped, p.cond.as_ref()),
+        (None, Some(spec)) => {
+            let Some(grouped) = grouped else {
+                return true;
+            };
+            let of = |c: usize| {
+                spec.tables
+                    .iter()
+                    .position(|t| t.offset <= c && c < t.offset + t.table.columns.len())
+            };
+            let Some(at) = grouped.first().and_then(|c| of(*c)) else {
+                return true;
+            };
+            let t = &spec.tables[at];
+            let first = !t.outer && t.after.is_empty() && t.rows.is_none() && t.semi.is_none();
+            if !first || grouped.iter().any(|c| of(*c) != Some(at)) {
+                return true;
+            }
+            let own = grouped.iter().map(|c| c - t.offset).collect();
+            (&t.table, &t.hints, Some(own), None)
+        }
+        (None, None) => return false,
+    };
+    if sorted {
+        return false;
+    }
+    let Some(grouped) = grouped else {
+        return true;
+    };
+    let def = table.native.def();
+    // Each ordered key's columns (SQL positions), the primary key first.
+    let keys: Vec<Vec<usize>> = std::iter::once(&def.primary_key)
+        .chain(
+            def.indexes
+                .iter()
+                .filter(|i| i.kind == IndexKind::Ordered && hints.usable(table, &i.name))
+                .map(|i| &i.columns),
+        )
+        .filter_map(|columns| columns.iter().map(|n| table.sql_column(*n)).collect())
+        .collect();
+    let Some(by) = keys
+        .iter()
+        .find(|k| k.len() >= grouped.len() && k[..grouped.len()] == grouped[..])
+    else {
+        return true;
+    };
+    if p.limit.is_some() && p.order.is_empty() {
+        return false;
+    }
+    // A conjunct that bounds another key's first column by constants.
+    let others: Vec<usize> = keys
+        .iter()
+        .filter_map(|k| k.first().copied())
+        .filter(|c| *c != by[0])
+        .collect();
+    let bounds = |c: &Expr| match c {
+        Expr::Cmp(op, a, b, _) if !matches!(op, expr::CmpOp::Ne) => match (&**a, &**b) {
+            (Expr::Col(x), o) | (o, Expr::Col(x)) => others.contains(x) && o.is_constant(),
+            _ => false,
+        },
+        Expr::In(x, list, false, ..) => {
+            matches!(&**x, Expr::Col(x) if others.contains(x)) && list.iter().all(Expr::is_constant)
+        }
+        Expr::Between(x, lo, hi, false, _) => {
+            matches!(&**x, Expr::Col(x) if others.contains(x)) && lo.is_constant() && hi.is_constant()
+        }
+        Expr::IsNull(x, false) => matches!(&**x, Expr::Col(x) if others.contains(x)),
+        _ => false,
+    };
+    cond.is_some_and(|c| c.conjuncts().into_iter().any(bounds))
+}
+
+/// Adds `row` to the aggregate states of its group; with `stored`, a SUM's
+/// or AVG's DECIMAL argument at its type's scale ([`groups_through_table`]).
 fn add_to_group(
     p: &Planned,
     states: &mut [AggState],
     row: &[Val],
+    stored: bool,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<()> {
     for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
@@ -3943,10 +4057,17 @@ fn add_to_group(
             concat_add(gc, st, row, ctx)?;
             continue;
         }
-        let v = match &spec.arg {
+        let mut v = match &spec.arg {
             Some(a) => a.eval(row, ctx)?,
             None => Val::Int(1),
         };
+        if let (true, AggFn::Sum | AggFn::Avg, Kind::Dec { scale }, Val::Dec(d)) =
+            (stored, spec.func, spec.arg_kind, &v)
+        {
+            if d.scale > scale {
+                v = Val::Dec(d.rescale(scale).unwrap_or(*d));
+            }
+        }
         st.fold(spec, v, ctx)?;
     }
     Ok(())
