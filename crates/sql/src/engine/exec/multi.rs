@@ -476,9 +476,27 @@ pub(super) fn update(
             })
         }
     };
+    // MariaDB's error, when the statement fails in strict mode.
+    let replayable = strict && after.order.is_empty() && !per_row;
+    let failed = |conn: &mut Conn<'_>, tx: &Transaction<'_>, e: SqlError| {
+        if !replayable {
+            return e;
+        }
+        let ran = Ran {
+            spec: &spec,
+            targets: &targets,
+            cond: cond.as_ref(),
+            limit: limit.as_ref(),
+        };
+        first_error_in_target_order(conn, tx, &ran, params).unwrap_or(e)
+    };
     let (rows, tx) = match evaluated {
         Ok(done) => done,
-        Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
+        Err((e, Some(tx))) => {
+            drop(ctx);
+            let e = failed(conn, &tx, e);
+            return txn::finish(conn, tx, Err(e));
+        }
         Err((e, None)) => return Err(e),
     };
     // Every row was read and evaluated before anything is written: a
@@ -486,6 +504,7 @@ pub(super) fn update(
     // (`abort_on_warning`), its DELETE does not.
     if let Some(e) = first_warning(&ctx, usize::MAX) {
         drop(ctx);
+        let e = failed(conn, &tx, e);
         return txn::finish(conn, tx, Err(e));
     }
     let tz_secs = ctx.env.tz_secs;
@@ -536,6 +555,93 @@ fn key_conflict(spec: &JoinSpec, targets: &[UpdateTarget]) -> SqlResult<()> {
         }
     }
     Ok(())
+}
+
+/// Most joined rows [`first_error_in_target_order`] reads again: past
+/// it, the statement keeps the error its own run found.
+const REPLAYED_ROWS_MAX: usize = 100_000;
+
+/// What a multi-table UPDATE ran: its join, targets, WHERE (the part the
+/// join tests) and LIMIT.
+struct Ran<'a> {
+    spec: &'a JoinSpec,
+    targets: &'a [UpdateTarget],
+    cond: Option<&'a Expr>,
+    limit: Option<&'a Expr>,
+}
+
+/// The error MariaDB gives for a strict multi-table UPDATE without ORDER
+/// BY that failed: it reads its first target by primary key and tests
+/// and changes one joined row at a time, so it fails on the first row in
+/// that order whose condition warns or whose value does not fit (the row
+/// number in its message counts the joined rows read, those WHERE
+/// rejected too). Skarv's join tests a batch of rows before it hands any
+/// over, so a later row's warning came before an earlier row's error:
+/// the rows are joined again without the WHERE and run in that order.
+/// Only once the statement has failed; None (the caller keeps its
+/// error) when nothing fails so, or the join has more than
+/// [`REPLAYED_ROWS_MAX`] rows.
+fn first_error_in_target_order(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    ran: &Ran<'_>,
+    params: &[Val],
+) -> Option<SqlError> {
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    let mut ctx = write_ctx(params, &environment, &info.query_killed, true, false);
+    let ctx = &mut ctx;
+    let limit = limit_of(ran.limit, ctx).ok()?;
+    // A constant's warning comes first: MariaDB's multi-table UPDATE is
+    // strict while its optimizer evaluates the constants.
+    plan::join::plan(ran.spec, ran.cond, ctx).ok()?;
+    if let Some(e) = first_warning(ctx, usize::MAX) {
+        return Some(e);
+    }
+    let stop = Some(REPLAYED_ROWS_MAX + 1);
+    let mut rows = read_joined(tx, ran.spec, None, stop, ctx).ok()?;
+    if rows.len() > REPLAYED_ROWS_MAX {
+        return None;
+    }
+    // An ON condition's warning came first.
+    if let Some(e) = first_warning(ctx, usize::MAX) {
+        return Some(e);
+    }
+    let first = ran.targets.first()?;
+    in_target_order(&ran.spec.tables[first.at], &mut rows, ctx.env.tz_secs);
+    let mut seen: Vec<HashSet<Vec<u8>>> = ran.targets.iter().map(|_| HashSet::new()).collect();
+    let (mut passed, mut cut) = (0usize, 0usize);
+    for (n, (row, _)) in rows.into_iter().enumerate() {
+        if limit.is_some_and(|l| passed >= l) {
+            break;
+        }
+        let pass = match ran.cond.map_or(Ok(true), |c| c.test(&row, ctx)) {
+            Err(e) => return Some(e),
+            Ok(pass) => pass,
+        };
+        if let Some(e) = first_warning(ctx, usize::MAX) {
+            return Some(e);
+        }
+        if !pass {
+            continue;
+        }
+        passed += 1;
+        for (x, seen) in ran.targets.iter().zip(&mut seen) {
+            let t = &ran.spec.tables[x.at];
+            let Some(key) = key_in(t, &row, ctx.env.tz_secs).ok()? else {
+                continue;
+            };
+            if !seen.insert(key_bytes(t.table.native.def(), &key)) {
+                continue;
+            }
+            let (table, offset) = (&t.table, t.offset);
+            let changed = changes_counted(table, &row, offset, &x.assignments, &x.checks, ctx, n + 1, &mut cut);
+            if let Err(e) = changed {
+                return Some(e);
+            }
+        }
+    }
+    None
 }
 
 /// Each target's row of each joined row, the first time it is met, with
