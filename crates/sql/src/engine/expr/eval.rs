@@ -1323,7 +1323,15 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
         (Val::Date(_) | Val::DateTime(..), Val::Str(s)) => {
             match temporal_of_text(&String::from_utf8_lossy(s)) {
                 Some(t) => packed_temporal(x).cmp(&packed_temporal(&t)),
-                None => compare_f64(x, y, ctx),
+                // Text that is no date reads as the zero datetime, with
+                // MariaDB's warning (`d > 'x'` holds).
+                None => {
+                    ctx.warn(
+                        codes::TRUNCATED_WRONG_VALUE,
+                        format!("Truncated incorrect datetime value: '{}'", y.to_text()),
+                    );
+                    packed_temporal(x).cmp(&0)
+                }
             }
         }
         (Val::Str(_), Val::Date(_) | Val::DateTime(..)) => compare(y, x, coll, ctx).reverse(),

@@ -2348,6 +2348,7 @@ impl<'a> Scope<'a> {
     /// 2024`, `'0'` 2000), as MariaDB converts such a constant to the
     /// column's type; any other expression as it is.
     fn year_constant(&self, column: &Expr, other: Expr) -> Expr {
+        let other = self.temporal_text(column, other);
         let Expr::Col(c) = column else {
             return other;
         };
@@ -2375,6 +2376,28 @@ impl<'a> Scope<'a> {
         match crate::engine::exec::convert::year_of(i128::from(two_digits), true) {
             Some(year) => Expr::Lit(Val::Int(year as i64)),
             None => other,
+        }
+    }
+
+    /// A string literal compared with a DATE or DATETIME read as one once,
+    /// as MariaDB's comparator caches it: text that is no date is the zero
+    /// date, with MariaDB's 1292 once, at the first row compared (it was
+    /// read, and warned of, at every row).
+    fn temporal_text(&self, column: &Expr, other: Expr) -> Expr {
+        let Expr::Lit(Val::Str(text)) = &other else {
+            return other;
+        };
+        if column.is_constant() || !matches!(self.kind(column), Kind::Date | Kind::DateTime { .. }) {
+            return other;
+        }
+        let text = String::from_utf8_lossy(text);
+        match eval::temporal_of_text(&text) {
+            Some(t) => Expr::Lit(t),
+            None => warn_once(
+                Expr::Lit(Val::Date(Default::default())),
+                crate::error::codes::TRUNCATED_WRONG_VALUE,
+                format!("Truncated incorrect datetime value: '{text}'"),
+            ),
         }
     }
 
