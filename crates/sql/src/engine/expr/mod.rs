@@ -3225,9 +3225,19 @@ impl Scope<'_> {
             Expr::Agg(_) => self.agg_of(e).map_or(by_kind, of_agg),
             Expr::Win(i) => {
                 let window = self.windows.as_ref().and_then(|w| w.get(*i));
-                match window.and_then(|w| w.agg.as_ref()) {
-                    Some(spec) => of_agg(spec),
-                    None => by_kind,
+                match window {
+                    Some(w) if w.agg.is_some() => w.agg.as_ref().map_or(by_kind, of_agg),
+                    // A value of another row keeps its expression's
+                    // decimals (`LAG(x / 3 + '1')` shows 4), as MariaDB
+                    // types it by its argument.
+                    Some(w) if matches!(
+                        w.func,
+                        WinFn::Lag | WinFn::Lead | WinFn::FirstValue | WinFn::LastValue | WinFn::NthValue
+                    ) && w.args.first().is_some_and(|a| self.kind(a) == Kind::Double) =>
+                    {
+                        self.decimals(&w.args[0])
+                    }
+                    _ => by_kind,
                 }
             }
             Expr::Neg(a) => self.decimals(a),
