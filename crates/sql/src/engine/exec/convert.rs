@@ -432,6 +432,9 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 },
                 other => match integer_of(other, exact) {
                     Some(i) if i >= 0 && i <= i128::from(u64::MAX) => i as u64,
+                    // A negative DECIMAL is out of range (0 outside strict
+                    // mode): MariaDB reads it as an unsigned integer first.
+                    Some(i) if i < 0 && matches!(other, Val::Dec(_)) => return fail(Misfit::OutOfRange),
                     // MariaDB's error for a BIT is "too long" (its warning,
                     // outside strict mode, "out of range").
                     _ => return fail(Misfit::TooLong),
@@ -746,8 +749,9 @@ fn set_bits(members: usize) -> u64 {
 
 /// Outside strict mode and under IGNORE, what MariaDB stores for a value
 /// of a BIT, ENUM, SET, TIME, YEAR or TIMESTAMP column that does not fit,
-/// and its warning: the BIT's ones (1264), the ENUM's '' (1265), the SET's
-/// members that are (1265), the TIME's limit (1264) or midnight (1265),
+/// and its warning: the BIT's ones (1264; 0 for a negative DECIMAL), the
+/// ENUM's '' (1265), the SET's members that are (1265), the TIME's limit
+/// (1264) or midnight (1265),
 /// the YEAR of the leading number (1265) or 0000 (1264, 1366), the zero
 /// TIMESTAMP (1264 past the range, 1265 for no datetime). None for the
 /// other types, and for errors these do not adjust.
@@ -766,6 +770,9 @@ fn adjusted_special(
                 (1 << bits) - 1
             };
             (Value::Bit(ones), codes::OUT_OF_RANGE, out_of_range())
+        }
+        SqlType::Bit { .. } if error.code == codes::OUT_OF_RANGE => {
+            (Value::Bit(0), codes::OUT_OF_RANGE, out_of_range())
         }
         SqlType::Enum(_) if error.code == codes::WARN_DATA_TRUNCATED => {
             (Value::UInt(0), codes::WARN_DATA_TRUNCATED, truncated())
@@ -1570,6 +1577,10 @@ mod tests {
             Ok(Value::Bit(9))
         );
         assert_eq!(code(store(SqlType::Bit { bits: 4 }, Val::Int(16))), 1406);
+        // A negative DECIMAL is out of range, a negative integer too long.
+        let minus_three = Val::Dec(Dec::new(-300, 2));
+        assert_eq!(code(store(SqlType::Bit { bits: 8 }, minus_three)), 1264);
+        assert_eq!(code(store(SqlType::Bit { bits: 8 }, Val::Int(-3))), 1406);
     }
 
     #[test]
