@@ -306,16 +306,23 @@ fn in_target_order(target: &JoinTable, rows: &mut [JoinedRow], tz_secs: i64) {
 /// 'x'`) fails it too; not one of converting a constant when the
 /// statement is prepared (`eval::PREPARED_BIT`).
 fn first_warning(ctx: &Ctx<'_>, before: usize) -> Option<SqlError> {
-    use crate::engine::expr::eval::{FLAG_BITS, NOTE_BIT, PREPARED_BIT};
     if !ctx.strict {
         return None;
     }
-    let (code, message) = ctx
-        .warnings
+    let held = &ctx.warnings[..before.min(ctx.warnings.len())];
+    let (code, message) = failing_warnings(held).next()?;
+    Some(SqlError::new(code, message.clone()))
+}
+
+/// The `warnings` that fail a strict multi-table UPDATE (not a note, nor
+/// one of a conversion made when the statement is prepared), with their
+/// codes.
+fn failing_warnings(warnings: &[(u16, String)]) -> impl Iterator<Item = (u16, &String)> {
+    use crate::engine::expr::eval::{FLAG_BITS, NOTE_BIT, PREPARED_BIT};
+    warnings
         .iter()
-        .take(before)
-        .find(|(code, _)| code & (NOTE_BIT | PREPARED_BIT) == 0)?;
-    Some(SqlError::new(code & !FLAG_BITS, message.clone()))
+        .filter(|(code, _)| code & (NOTE_BIT | PREPARED_BIT) == 0)
+        .map(|(code, message)| (code & !FLAG_BITS, message))
 }
 
 /// The table and column an assignment's name gives: `c`, `t.c` or
@@ -476,9 +483,13 @@ pub(super) fn update(
             })
         }
     };
-    // MariaDB's error, when the statement fails in strict mode.
+    // MariaDB's error, when the statement fails in strict mode: a value's,
+    // or a condition's warning its own run counted too, in the order
+    // MariaDB meets them. One that run did not count (a warning of a
+    // conversion made once when the statement is prepared, given per row
+    // when the rows are run again) is not taken.
     let replayable = strict && after.order.is_empty() && !per_row;
-    let failed = |conn: &mut Conn<'_>, tx: &Transaction<'_>, e: SqlError| {
+    let failed = |conn: &mut Conn<'_>, tx: &Transaction<'_>, e: SqlError, ctx: Ctx<'_>| {
         if !replayable {
             return e;
         }
@@ -488,13 +499,20 @@ pub(super) fn update(
             cond: cond.as_ref(),
             limit: limit.as_ref(),
         };
-        first_error_in_target_order(conn, tx, &ran, params).unwrap_or(e)
+        let met = |r: &SqlError| {
+            failing_warnings(&ctx.warnings)
+                .any(|(code, message)| code == r.code && *message == r.message)
+        };
+        match first_error_in_target_order(conn, tx, &ran, params) {
+            Some(Replayed::Value(r)) => r,
+            Some(Replayed::Condition(r)) if met(&r) => r,
+            _ => e,
+        }
     };
     let (rows, tx) = match evaluated {
         Ok(done) => done,
         Err((e, Some(tx))) => {
-            drop(ctx);
-            let e = failed(conn, &tx, e);
+            let e = failed(conn, &tx, e, ctx);
             return txn::finish(conn, tx, Err(e));
         }
         Err((e, None)) => return Err(e),
@@ -503,8 +521,7 @@ pub(super) fn update(
     // strict UPDATE fails on a condition's warning as MariaDB's does
     // (`abort_on_warning`), its DELETE does not.
     if let Some(e) = first_warning(&ctx, usize::MAX) {
-        drop(ctx);
-        let e = failed(conn, &tx, e);
+        let e = failed(conn, &tx, e, ctx);
         return txn::finish(conn, tx, Err(e));
     }
     let tz_secs = ctx.env.tz_secs;
@@ -570,6 +587,14 @@ struct Ran<'a> {
     limit: Option<&'a Expr>,
 }
 
+/// Where [`first_error_in_target_order`] found its error.
+enum Replayed {
+    /// A condition's warning (a constant's, an ON's or the WHERE's).
+    Condition(SqlError),
+    /// A value that does not fit its column, or a CHECK that fails.
+    Value(SqlError),
+}
+
 /// The error MariaDB gives for a strict multi-table UPDATE without ORDER
 /// BY that failed: it reads its first target by primary key and tests
 /// and changes one joined row at a time, so it fails on the first row in
@@ -586,7 +611,7 @@ fn first_error_in_target_order(
     tx: &Transaction<'_>,
     ran: &Ran<'_>,
     params: &[Val],
-) -> Option<SqlError> {
+) -> Option<Replayed> {
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = write_ctx(params, &environment, &info.query_killed, true, false);
@@ -596,7 +621,7 @@ fn first_error_in_target_order(
     // strict while its optimizer evaluates the constants.
     plan::join::plan(ran.spec, ran.cond, ctx).ok()?;
     if let Some(e) = first_warning(ctx, usize::MAX) {
-        return Some(e);
+        return Some(Replayed::Condition(e));
     }
     let stop = Some(REPLAYED_ROWS_MAX + 1);
     let mut rows = read_joined(tx, ran.spec, None, stop, ctx).ok()?;
@@ -605,7 +630,7 @@ fn first_error_in_target_order(
     }
     // An ON condition's warning came first.
     if let Some(e) = first_warning(ctx, usize::MAX) {
-        return Some(e);
+        return Some(Replayed::Condition(e));
     }
     let first = ran.targets.first()?;
     in_target_order(&ran.spec.tables[first.at], &mut rows, ctx.env.tz_secs);
@@ -616,11 +641,11 @@ fn first_error_in_target_order(
             break;
         }
         let pass = match ran.cond.map_or(Ok(true), |c| c.test(&row, ctx)) {
-            Err(e) => return Some(e),
+            Err(e) => return Some(Replayed::Condition(e)),
             Ok(pass) => pass,
         };
         if let Some(e) = first_warning(ctx, usize::MAX) {
-            return Some(e);
+            return Some(Replayed::Condition(e));
         }
         if !pass {
             continue;
@@ -635,9 +660,18 @@ fn first_error_in_target_order(
                 continue;
             }
             let (table, offset) = (&t.table, t.offset);
-            let changed = changes_counted(table, &row, offset, &x.assignments, &x.checks, ctx, n + 1, &mut cut);
+            let changed = changes_counted(
+                table,
+                &row,
+                offset,
+                &x.assignments,
+                &x.checks,
+                ctx,
+                n + 1,
+                &mut cut,
+            );
             if let Err(e) = changed {
-                return Some(e);
+                return Some(Replayed::Value(e));
             }
         }
     }
