@@ -640,6 +640,26 @@ fn copy_recovery(conn: &mut Conn<'_>, engine: &Arc<Engine>) {
         [["2"]],
         "reads go on"
     );
+    // A multi-table UPDATE or DELETE waits for the copy of a table it
+    // changes, not of one it only reads.
+    exec(conn, "CREATE TABLE r3 (id INT PRIMARY KEY, v INT)");
+    exec(conn, "INSERT INTO r3 VALUES (1, 0), (2, 0)");
+    assert_eq!(
+        code(conn, "UPDATE r1 JOIN r3 ON r3.id = r1.id SET r1.v = 5"),
+        1205,
+        "a multi-table UPDATE of a locked table waits"
+    );
+    assert_eq!(
+        code(conn, "DELETE r1 FROM r1 JOIN r3 ON r3.id = r1.id"),
+        1205,
+        "a multi-table DELETE of a locked table waits"
+    );
+    exec(conn, "UPDATE r3 JOIN r1 ON r1.id = r3.id SET r3.v = r1.v");
+    assert_eq!(
+        rows(conn, "SELECT id, v FROM r3 ORDER BY id"),
+        [["1", "1"], ["2", "2"]],
+        "a locked table is read"
+    );
     assert_eq!(code(conn, "SELECT * FROM r2"), 1146);
     assert_eq!(code(conn, "ALTER TABLE r1 ADD COLUMN z INT"), 1105);
     assert_eq!(
