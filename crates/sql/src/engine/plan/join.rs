@@ -457,8 +457,9 @@ struct Choice {
 /// once, not per row, as MariaDB's optimizer does for a join as for one
 /// table. Not a derived table's, nor an IS NULL of a table an outer join
 /// NULL-extends (`c IS NULL` of a NOT NULL column folds to false, which
-/// it is not there). None when it folds to true. (An outer table's ON is
-/// not folded: its string literals are read per row.)
+/// it is not there). None when it folds to true. An outer table's ON
+/// conjuncts of its own or constant are folded so too (MariaDB reads
+/// `LEFT JOIN b ON b.id = a.id AND b.y = 'zz'`'s 'zz' once).
 fn fold_one_table(
     spec: &JoinSpec,
     tables: u64,
@@ -533,6 +534,17 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             });
         }
     }
+    // Each outer table's ON conjuncts, folded.
+    let mut ons: Vec<Vec<Expr>> = Vec::with_capacity(n);
+    for t in &spec.tables {
+        let mut on = Vec::new();
+        for e in t.on.iter().flat_map(Expr::conjuncts) {
+            if let Some(folded) = fold_one_table(spec, tables_of(spec, e), e, ctx)? {
+                on.push(folded);
+            }
+        }
+        ons.push(on);
+    }
     let mut placed: u64 = 0;
     let mut steps = Vec::with_capacity(n);
     // Estimated rows of the join of the tables placed so far.
@@ -544,12 +556,13 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             if placed & (1 << i) != 0 || t.after.iter().any(|a| placed & (1 << a) == 0) {
                 continue;
             }
-            let mut choice = choose(spec, i, placed, &conds, ctx)?;
+            let mut choice = choose(spec, i, placed, &conds, &ons[i], ctx)?;
             // A table read whole that the others could reach by key goes
             // after them: scan the one that cannot be reached.
             if choice.class >= 3 && !spec.straight {
                 let others = ((1u64 << n) - 1) & !(1 << i);
-                if let StepAccess::Keyed(_) = choose(spec, i, others, &conds, ctx)?.access {
+                if let StepAccess::Keyed(_) = choose(spec, i, others, &conds, &ons[i], ctx)?.access
+                {
                     choice.class += 2;
                 }
             }
@@ -591,10 +604,7 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             .collect();
         let t = &spec.tables[i];
         let (matching, post) = if t.outer {
-            (
-                t.on.iter().flat_map(Expr::conjuncts).cloned().collect(),
-                ready,
-            )
+            (ons[i].clone(), ready)
         } else {
             (ready, Vec::new())
         };
@@ -611,12 +621,14 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
     Ok(JoinPlan { steps })
 }
 
-/// How table `i` would be read after the tables in `placed`.
+/// How table `i` would be read after the tables in `placed` (`on`: its
+/// ON conjuncts, folded, when an outer join NULL-extends it).
 fn choose(
     spec: &JoinSpec,
     i: usize,
     placed: u64,
     conds: &[Cond],
+    on: &[Expr],
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Choice> {
     let t = &spec.tables[i];
@@ -625,10 +637,7 @@ fn choose(
     // only (WHERE applies after the NULL extension); an inner table's
     // WHERE and ON.
     let usable: Vec<(Expr, u64)> = if t.outer {
-        t.on.iter()
-            .flat_map(Expr::conjuncts)
-            .map(|e| (e.clone(), tables_of(spec, e)))
-            .collect()
+        on.iter().map(|e| (e.clone(), tables_of(spec, e))).collect()
     } else {
         conds
             .iter()
