@@ -1375,6 +1375,49 @@ fn learn_rows(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Optio
 }
 
 /// The arms of a chain of ORs.
+/// A condition tested per row after the rows are read (the conjuncts that
+/// run correlated subqueries) without each OR that one of its constant
+/// disjuncts makes hold: MariaDB's optimizer folds such an OR before it
+/// reads a row (`b IN ('x', 3) OR 5 < (SELECT MAX(x) FROM t2) OR EXISTS
+/// (…)` compares no b, nor warns of one). A constant's warnings are given
+/// then, once; an OR none decides is kept as written (its constants still
+/// read per row). Borrowed when nothing folds; None when all do.
+pub fn fold_true_disjuncts<'e>(
+    cond: Option<&'e Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<std::borrow::Cow<'e, Expr>>> {
+    let Some(cond) = cond else {
+        return Ok(None);
+    };
+    let mut kept = Vec::new();
+    let mut folded = false;
+    for c in cond.conjuncts() {
+        let mut arms = Vec::new();
+        or_arms(c, &mut arms);
+        let before = ctx.warnings.len();
+        let mut holds = false;
+        if arms.len() > 1 {
+            for arm in arms.iter().filter(|a| a.is_constant()) {
+                let v = arm.eval(&[], ctx)?;
+                if ctx.truth(&v) == Some(true) {
+                    holds = true;
+                    break;
+                }
+            }
+        }
+        if holds {
+            folded = true;
+        } else {
+            ctx.warnings.truncate(before);
+            kept.push(c.clone());
+        }
+    }
+    Ok(match (folded, Expr::and_of(kept)) {
+        (false, _) => Some(std::borrow::Cow::Borrowed(cond)),
+        (true, rest) => rest.map(std::borrow::Cow::Owned),
+    })
+}
+
 fn or_arms<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::Or(a, b) => {

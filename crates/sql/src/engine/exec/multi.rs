@@ -35,7 +35,7 @@ use super::write::{
 use super::{env, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
 use crate::backend::OkInfo;
 use crate::engine::catalog::TableInfo;
-use crate::engine::expr::{name_parts, Ctx, Expr, Val};
+use crate::engine::expr::{name_parts, Ctx, Expr, SubTest, Val};
 use crate::engine::plan;
 use crate::engine::plan::join::{JoinSpec, JoinTable};
 use crate::engine::{txn, Answered, Conn};
@@ -220,20 +220,42 @@ fn key_in(t: &JoinTable, row: &[Val], tz_secs: i64) -> SqlResult<Option<Vec<Valu
 
 /// The WHERE lowered over the joined row, split into what the join tests
 /// and what runs correlated subqueries (tested after, per row, with the
-/// ON's such conjuncts `late_on`).
-fn split_where(cond: Option<Expr>, late_on: Vec<Expr>) -> (Option<Expr>, Option<Expr>) {
-    let (early, late): (Vec<Expr>, Vec<Expr>) = match cond {
-        Some(c) => c
-            .conjuncts()
-            .into_iter()
-            .cloned()
-            .partition(|c| !c.has_sub()),
-        None => (Vec::new(), Vec::new()),
+/// ON's such conjuncts `late_on`). A conjunct written after one that runs
+/// a subquery inside an expression is tested after it too unless it
+/// cannot warn: MariaDB tests such a row's conjuncts in written order, so
+/// it never compares a row that conjunct rejects (DML seed 291: `EXISTS
+/// (…) XOR … AND b IN ('apple', 3)` warned of every b, and a strict
+/// UPDATE failed). A conjunct that is an `EXISTS` or `x IN (SELECT …)`
+/// alone does not hold the others back: MariaDB runs it as a semi-join,
+/// after the table's own conditions. One that cannot warn (`t.id = 5`)
+/// still picks the rows the join reads.
+fn split_where(
+    spec: &JoinSpec,
+    cond: Option<Expr>,
+    late_on: Vec<Expr>,
+) -> (Option<Expr>, Option<Expr>) {
+    let kind = |e: &Expr| match e {
+        Expr::Col(i) => spec
+            .columns
+            .get(*i)
+            .map_or(crate::engine::expr::Kind::Null, |c| c.kind),
+        Expr::Lit(v) => crate::engine::expr::eval::val_kind(v),
+        _ => crate::engine::expr::Kind::Null,
     };
-    (
-        Expr::and_of(early),
-        Expr::and_of(late_on.into_iter().chain(late)),
-    )
+    let semi_join = |c: &Expr| matches!(c, Expr::Sub(s) if matches!(s.test, SubTest::Exists(false) | SubTest::In(_, false)));
+    let mut holds_back = late_on.iter().any(|c| !semi_join(c));
+    let (mut early, mut late) = (Vec::new(), late_on);
+    for c in cond.as_ref().map(Expr::conjuncts).unwrap_or_default() {
+        if c.has_sub() {
+            holds_back |= !semi_join(c);
+            late.push(c.clone());
+        } else if holds_back && !plan::quiet(c, &kind) {
+            late.push(c.clone());
+        } else {
+            early.push(c.clone());
+        }
+    }
+    (Expr::and_of(early), Expr::and_of(late))
 }
 
 /// A joined row and how many warnings its context held when the row was
@@ -440,7 +462,7 @@ pub(super) fn update(
         return update(conn, up, params, placeholders);
     }
     key_conflict(&spec, &targets)?;
-    let (cond, late) = split_where(cond, late_on);
+    let (cond, late) = split_where(&spec, cond, late_on);
     let per_row = late.is_some()
         || order.iter().any(|(e, _)| e.has_sub())
         || targets
@@ -454,6 +476,10 @@ pub(super) fn update(
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
     let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
+    let late = match plan::fold_true_disjuncts(late.as_ref(), &mut ctx) {
+        Ok(folded) => folded.map(std::borrow::Cow::into_owned),
+        Err(e) => return txn::finish(conn, tx, Err(e)),
+    };
     let after = Targets {
         cond: None,
         late,
@@ -900,7 +926,7 @@ pub(super) fn delete(
             })
             .transpose()
     })?;
-    let (cond, late) = split_where(cond, late_on);
+    let (cond, late) = split_where(&spec, cond, late_on);
     let per_row = late.is_some();
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
@@ -909,6 +935,10 @@ pub(super) fn delete(
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
     let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
+    let late = match plan::fold_true_disjuncts(late.as_ref(), &mut ctx) {
+        Ok(folded) => folded.map(std::borrow::Cow::into_owned),
+        Err(e) => return txn::finish(conn, tx, Err(e)),
+    };
     let after = Targets {
         cond: None,
         late,

@@ -2797,11 +2797,18 @@ fn run_per_row(
     let runner = super::correlated::Runner::new(conn, placeholders, params);
     let mut c = ctx.child(params, &[], Some(&runner));
     let result = (|| {
+        // An OR a constant makes hold is folded as the WHERE's other
+        // conjuncts are (a table's `plan::fold_constants`, a join's
+        // `plan::join::plan`), before the rows.
+        let late = match &p.table {
+            Some(table) => plan::fold_constants(table, p.late.as_ref(), false, &mut c)?,
+            None => plan::fold_true_disjuncts(p.late.as_ref(), &mut c)?,
+        };
         let found = expand_laterals(p, found, &runner, &mut c)?;
         let mut kept = Vec::new();
         for (row, key) in found {
             c.check_killed()?;
-            let pass = match &p.late {
+            let pass = match &late {
                 Some(late) => late.test(&row, &mut c)?,
                 None => true,
             };
