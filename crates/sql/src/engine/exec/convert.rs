@@ -434,7 +434,9 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     Some(i) if i >= 0 && i <= i128::from(u64::MAX) => i as u64,
                     // A negative DECIMAL is out of range (0 outside strict
                     // mode): MariaDB reads it as an unsigned integer first.
-                    Some(i) if i < 0 && matches!(other, Val::Dec(_)) => return fail(Misfit::OutOfRange),
+                    Some(i) if i < 0 && matches!(other, Val::Dec(_)) => {
+                        return fail(Misfit::OutOfRange)
+                    }
                     // MariaDB's error for a BIT is "too long" (its warning,
                     // outside strict mode, "out of range").
                     _ => return fail(Misfit::TooLong),

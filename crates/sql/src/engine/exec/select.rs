@@ -11,7 +11,9 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use super::{convert, env, fetch, fetch_each, keep_warning, keep_warnings, table_scope, with_scope};
+use super::{
+    convert, env, fetch, fetch_each, keep_warning, keep_warnings, table_scope, with_scope,
+};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::{compare, Env};
@@ -1638,7 +1640,9 @@ pub(crate) fn run_do(
             }
         }
         match outcome {
-            Err(e) if matches!(e.code, codes::QUERY_INTERRUPTED | codes::QUERY_TIMEOUT) => return Err(e),
+            Err(e) if matches!(e.code, codes::QUERY_INTERRUPTED | codes::QUERY_TIMEOUT) => {
+                return Err(e)
+            }
             Err(e) => note_error(conn, &e),
             Ok(_) => {}
         }
@@ -3959,10 +3963,9 @@ impl Rollup {
 /// through the table.
 fn groups_through_table(p: &Planned) -> bool {
     use schema::IndexKind;
-    let sums_decimals = p
-        .aggs
-        .iter()
-        .any(|a| matches!(a.func, AggFn::Sum | AggFn::Avg) && matches!(a.arg_kind, Kind::Dec { .. }));
+    let sums_decimals = p.aggs.iter().any(|a| {
+        matches!(a.func, AggFn::Sum | AggFn::Avg) && matches!(a.arg_kind, Kind::Dec { .. })
+    });
     if p.group.is_empty() || !sums_decimals {
         return false;
     }
@@ -4042,7 +4045,9 @@ fn groups_through_table(p: &Planned) -> bool {
             matches!(&**x, Expr::Col(x) if others.contains(x)) && list.iter().all(Expr::is_constant)
         }
         Expr::Between(x, lo, hi, false, _) => {
-            matches!(&**x, Expr::Col(x) if others.contains(x)) && lo.is_constant() && hi.is_constant()
+            matches!(&**x, Expr::Col(x) if others.contains(x))
+                && lo.is_constant()
+                && hi.is_constant()
         }
         Expr::IsNull(x, false) => matches!(&**x, Expr::Col(x) if others.contains(x)),
         _ => false,

@@ -2387,7 +2387,8 @@ impl<'a> Scope<'a> {
         let Expr::Lit(Val::Str(text)) = &other else {
             return other;
         };
-        if column.is_constant() || !matches!(self.kind(column), Kind::Date | Kind::DateTime { .. }) {
+        if column.is_constant() || !matches!(self.kind(column), Kind::Date | Kind::DateTime { .. })
+        {
             return other;
         }
         let text = String::from_utf8_lossy(text);
@@ -3230,10 +3231,15 @@ impl Scope<'_> {
                     // A value of another row keeps its expression's
                     // decimals (`LAG(x / 3 + '1')` shows 4), as MariaDB
                     // types it by its argument.
-                    Some(w) if matches!(
-                        w.func,
-                        WinFn::Lag | WinFn::Lead | WinFn::FirstValue | WinFn::LastValue | WinFn::NthValue
-                    ) && w.args.first().is_some_and(|a| self.kind(a) == Kind::Double) =>
+                    Some(w)
+                        if matches!(
+                            w.func,
+                            WinFn::Lag
+                                | WinFn::Lead
+                                | WinFn::FirstValue
+                                | WinFn::LastValue
+                                | WinFn::NthValue
+                        ) && w.args.first().is_some_and(|a| self.kind(a) == Kind::Double) =>
                     {
                         self.decimals(&w.args[0])
                     }

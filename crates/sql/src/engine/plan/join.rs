@@ -551,12 +551,11 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
     let mut outer: u64 = 1;
     while steps.len() < n {
         let mut best: Option<(usize, Choice, u64)> = None;
-        for i in 0..n {
-            let t = &spec.tables[i];
+        for (i, (t, on)) in spec.tables.iter().zip(&ons).enumerate() {
             if placed & (1 << i) != 0 || t.after.iter().any(|a| placed & (1 << a) == 0) {
                 continue;
             }
-            let mut choice = choose(spec, i, placed, &conds, &ons[i], ctx)?;
+            let mut choice = choose(spec, i, placed, &conds, on, ctx)?;
             // A table read whole that the others could reach by key goes
             // after them: scan the one that cannot be reached.
             if choice.class >= 3 && !spec.straight {
