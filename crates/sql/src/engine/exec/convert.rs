@@ -784,6 +784,13 @@ fn adjusted_special(
                 Val::Int(_) | Val::UInt(_) => {
                     integer_of(v, false).map_or(0, |i| (i as u64) & set_bits(members.len()))
                 }
+                // A number with a fraction is cut to its integer (9.5 is
+                // 9, -1.00 every member), as MariaDB's SET stores it.
+                Val::Dec(d) => {
+                    let whole = value::saturating_i128(d.mantissa / value::pow10(d.scale));
+                    (whole as i64 as u64) & set_bits(members.len())
+                }
+                Val::Double(f) => (f.trunc() as i64 as u64) & set_bits(members.len()),
                 _ => {
                     let text = v.to_text();
                     text.split(',')
