@@ -743,14 +743,30 @@ pub fn access_with(
             }
             continue;
         }
+        // A constant read for a key warns as MariaDB's range optimizer
+        // reads it (and the rows read it again); one compared with a
+        // column no key has is read by the rows only (a single-table
+        // UPDATE's or DELETE's `x = CAST('1zz' AS SIGNED)`, not cached:
+        // `fold_row_constants`).
+        let before = ctx.warnings.len();
         learn(table, c, &mut facts, ctx)?;
+        if !on_key(table, c) {
+            ctx.warnings.truncate(before);
+        }
         if let Some(r) = learn_rows(table, c, ctx)? {
             rows.push(r);
         }
+        // Nor one whose constant warns as it is read: every row is then
+        // compared in the SQL node, each with the warning, as MariaDB
+        // compares them.
+        let before = ctx.warnings.len();
         let pushed = if after_warning {
             None
         } else {
-            filter(table, c, ctx)?
+            let pushed = filter(table, c, ctx)?;
+            let warned = ctx.warnings.len() > before;
+            ctx.warnings.truncate(before);
+            pushed.filter(|_| !warned)
         };
         match pushed {
             Some(f) => filters.push(f),
@@ -974,9 +990,15 @@ pub fn partition_keys(
         return Ok(None);
     }
     let mut facts = vec![Facts::default(); table.columns.len()];
+    // Only which partitions to read: what reading a constant warns of is
+    // the rows' (a single-table UPDATE's or DELETE's constant is read per
+    // row compared, as MariaDB's).
+    let before = ctx.warnings.len();
     for c in cond.conjuncts() {
         if !c.is_constant() {
-            learn(table, c, &mut facts, ctx)?;
+            let learnt = learn(table, c, &mut facts, ctx);
+            ctx.warnings.truncate(before);
+            learnt?;
         }
     }
     let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
@@ -1063,6 +1085,23 @@ pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Ac
                 }
             })
         })
+}
+
+/// Whether `c` compares a column of a key (the primary key or an index)
+/// with something: a range optimizer would read its constant.
+fn on_key(table: &TableInfo, c: &Expr) -> bool {
+    let def = table.native.def();
+    let keyed = |e: &Expr| {
+        matches!(e, Expr::Col(col) if table.columns.get(*col).is_some_and(|column| {
+            def.primary_key.contains(&column.native)
+                || def.indexes.iter().any(|i| i.columns.contains(&column.native))
+        }))
+    };
+    match c {
+        Expr::Cmp(_, a, b, _) => keyed(a) || keyed(b),
+        Expr::Between(x, ..) | Expr::In(x, ..) => keyed(x),
+        _ => false,
+    }
 }
 
 /// Rows of values a condition allows for some columns: `(a, b) IN ((1,
