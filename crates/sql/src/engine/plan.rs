@@ -1413,7 +1413,6 @@ fn learn_rows(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Optio
     Ok(Some(out))
 }
 
-/// The arms of a chain of ORs.
 /// A condition tested per row after the rows are read (the conjuncts that
 /// run correlated subqueries) without each OR that one of its constant
 /// disjuncts makes hold: MariaDB's optimizer folds such an OR before it
@@ -1457,6 +1456,7 @@ pub fn fold_true_disjuncts<'e>(
     })
 }
 
+/// The arms of a chain of ORs.
 fn or_arms<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::Or(a, b) => {
