@@ -1947,6 +1947,14 @@ fn fixed_double(f: f64, fixed: &super::FixedCast, ctx: &mut Ctx<'_>) -> Val {
         note(ctx);
         return Val::Null;
     }
+    if fixed.float {
+        let max = f64::from(f32::MAX);
+        if f.abs() > max {
+            note(ctx);
+            return Val::Double(max.copysign(f));
+        }
+        return Val::Double(f64::from(f as f32));
+    }
     let (rounded, max) = if fixed.d < super::NOT_FIXED_DECIMALS {
         let digits = crate::engine::catalog::FixedDigits {
             m: fixed.m,

@@ -459,6 +459,9 @@ pub struct FixedCast {
     pub d: u8,
     /// The name a note gives the item (None: `(null)`).
     pub name: Option<Arc<str>>,
+    /// `CAST(x AS FLOAT)`: single precision (a FLOAT of six significant
+    /// digits shown, its end FLT_MAX), M 12 and D not fixed.
+    pub float: bool,
 }
 
 /// Names the CAST to DOUBLE(M,D) that a select item (or an INSERT's
@@ -2201,7 +2204,14 @@ impl<'a> Scope<'a> {
     /// Whether `e` is a FLOAT column (its text has six significant
     /// digits: [`CastTo::FloatChar`]).
     fn is_float_column(&self, e: &Expr) -> bool {
-        matches!(e, Expr::Col(c) if self.columns.get(*c).is_some_and(|col| col.meta.ty == ColumnType::Float))
+        match e {
+            Expr::Col(c) => self
+                .columns
+                .get(*c)
+                .is_some_and(|col| col.meta.ty == ColumnType::Float),
+            Expr::Cast(_, CastTo::FixedDouble(cast)) => cast.float,
+            _ => false,
+        }
     }
 
     /// A BIT column in a string context: its bytes (`Func::BitBytes`), as
@@ -3140,6 +3150,9 @@ impl<'a> Scope<'a> {
             if let Expr::Cast(_, CastTo::FixedDouble(cast)) = e {
                 // MariaDB's length of a CAST to DOUBLE(M,D): M.
                 meta.length = u32::from(cast.m);
+                if cast.float {
+                    meta.ty = ColumnType::Float;
+                }
             }
         }
         if window.is_some_and(|w| matches!(w.func, WinFn::PercentRank | WinFn::CumeDist)) {
@@ -3613,16 +3626,28 @@ fn cast_to(dt: &ast::DataType, arg: &ast::Expr) -> SqlResult<CastTo> {
         D::Timestamp(p, _) => CastTo::DateTime(fsp(p)),
         D::Time(p, _) => CastTo::Time(fsp(p)),
         // DOUBLE(M) is no type in MariaDB's grammar (as in CREATE TABLE),
-        // nor FLOAT(M,D) in a CAST.
+        // nor FLOAT(M) or FLOAT(M,D) in a CAST.
         D::Double(ast::ExactNumberInfo::Precision(_))
+        | D::Float(ast::ExactNumberInfo::Precision(_))
         | D::Float(ast::ExactNumberInfo::PrecisionAndScale(..)) => {
-            return Err(SqlError::syntax("CAST to DOUBLE takes (M,D) or nothing"))
+            return Err(SqlError::syntax(
+                "CAST to DOUBLE takes (M,D) or nothing, to FLOAT nothing",
+            ))
         }
         D::Double(ast::ExactNumberInfo::PrecisionAndScale(m, d)) => fixed_cast(*m, *d, arg)?,
-        D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => CastTo::Double,
+        D::Float(ast::ExactNumberInfo::None) => CastTo::FixedDouble(FixedCast {
+            m: FLOAT_CAST_LENGTH,
+            d: NOT_FIXED_DECIMALS,
+            name: None,
+            float: true,
+        }),
+        D::Double(_) | D::DoublePrecision | D::Real => CastTo::Double,
         other => return Err(SqlError::unsupported(format_args!("CAST to {other}"))),
     })
 }
+
+/// The length MariaDB gives `CAST(x AS FLOAT)`'s column (a FLOAT's 12).
+const FLOAT_CAST_LENGTH: u8 = 12;
 
 /// Most digits of `CAST(x AS DOUBLE(M,D))` (MariaDB's DECIMAL_MAX_PRECISION).
 const FIXED_CAST_DIGITS_MAX: u64 = 65;
@@ -3661,6 +3686,7 @@ fn fixed_cast(m: u64, d: i64, arg: &ast::Expr) -> SqlResult<CastTo> {
         m: m as u8,
         d: d as u8,
         name: None,
+        float: false,
     }))
 }
 
