@@ -30,7 +30,7 @@ use super::convert::Target;
 use super::write::{
     changes_counted, default_assigned, define_update, finish_write, for_column, has_unique,
     is_default_word, key_bytes, key_taken, limit_of, lower_checks, order_targets, stored_again,
-    update_duplicate, with_per_row, write_ctx, Check, Targets,
+    update_duplicate, with_per_row, write_ctx, Check, ReplayedKeys, Targets,
 };
 use super::{env, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
 use crate::backend::OkInfo;
@@ -626,7 +626,11 @@ enum Replayed {
 /// and changes one joined row at a time, so it fails on the first row in
 /// that order whose condition warns or whose value does not fit (the row
 /// number in its message counts the joined rows read, those WHERE
-/// rejected too). Skarv's join tests a batch of rows before it hands any
+/// rejected too), or that takes a unique value a row changed before it
+/// took or a row not changed yet holds (1062: MariaDB writes each row as
+/// it goes when its plan reads the target first, which it mostly does
+/// for a target joined by key; when it reads another table first it
+/// makes every row's values before it writes any). Skarv's join tests a batch of rows before it hands any
 /// over, so a later row's warning came before an earlier row's error:
 /// the rows are joined again without the WHERE and run in that order.
 /// Only once the statement has failed; None (the caller keeps its
@@ -661,6 +665,11 @@ fn first_error_in_target_order(
     let first = ran.targets.first()?;
     in_target_order(&ran.spec.tables[first.at], &mut rows, ctx.env.tz_secs);
     let mut seen: Vec<HashSet<Vec<u8>>> = ran.targets.iter().map(|_| HashSet::new()).collect();
+    let mut keys: Vec<ReplayedKeys> = ran
+        .targets
+        .iter()
+        .map(|x| ReplayedKeys::new(ran.spec.tables[x.at].table.native.def()))
+        .collect();
     let (mut passed, mut cut) = (0usize, 0usize);
     for (n, (row, _)) in rows.into_iter().enumerate() {
         if limit.is_some_and(|l| passed >= l) {
@@ -677,7 +686,7 @@ fn first_error_in_target_order(
             continue;
         }
         passed += 1;
-        for (x, seen) in ran.targets.iter().zip(&mut seen) {
+        for ((x, seen), keys) in ran.targets.iter().zip(&mut seen).zip(&mut keys) {
             let t = &ran.spec.tables[x.at];
             let Some(key) = key_in(t, &row, ctx.env.tz_secs).ok()? else {
                 continue;
@@ -696,7 +705,13 @@ fn first_error_in_target_order(
                 n + 1,
                 &mut cut,
             );
-            if let Err(e) = changed {
+            let changes = match changed {
+                Ok(changes) => changes,
+                Err(e) => return Some(Replayed::Value(e)),
+            };
+            // A key value another row holds fails as the row is written.
+            let old = &row[offset..offset + table.columns.len()];
+            if let Some(e) = keys.check(tx, table, old, &changes).ok()? {
                 return Some(Replayed::Value(e));
             }
         }

@@ -2576,10 +2576,7 @@ fn first_update_error_of_rows(
     (assignments, checks, limit): (&[(usize, Expr)], &[Check], usize),
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<SqlError>> {
-    let def = table.native.def();
-    let mut earlier = ChunkKeys::new(def);
-    // The rows updated so far, by their primary key's bytes.
-    let mut done = std::collections::HashSet::new();
+    let mut keys = ReplayedKeys::new(table.native.def());
     let mut matched = 0usize;
     // A row's number counts the rows read, as MariaDB's does (Skarv's
     // own run counts those matched).
@@ -2600,17 +2597,52 @@ fn first_update_error_of_rows(
         if let Some(error) = strict_error(ctx) {
             return Ok(Some(error));
         }
-        let row = row_after(table, &old, &changes);
-        let key = primary_key_of(def, &row_after(table, &old, &[]));
-        if let Some(error) = earlier.taken(table, &row, true) {
+        if let Some(error) = keys.check(tx, table, &old, &changes)? {
             return Ok(Some(error));
         }
-        if let Some(error) = held_by_later(tx, table, &row, &key, &changes, &done)? {
-            return Ok(Some(error));
-        }
-        done.insert(key_bytes(def, &key));
     }
     Ok(None)
+}
+
+/// The key values of an UPDATE's rows replayed one at a time, as MariaDB
+/// changes them: the rows changed so far hold their new values
+/// (`earlier`), the others their stored ones.
+pub(super) struct ReplayedKeys {
+    earlier: ChunkKeys,
+    /// The rows changed so far, by their primary key's bytes.
+    done: std::collections::HashSet<Vec<u8>>,
+}
+
+impl ReplayedKeys {
+    pub(super) fn new(def: &schema::TableDef) -> ReplayedKeys {
+        ReplayedKeys {
+            earlier: ChunkKeys::new(def),
+            done: std::collections::HashSet::new(),
+        }
+    }
+
+    /// The 1062 of the row `old` of `table` given `changes` when a value
+    /// of its keys a row changed before took, or a row not changed yet
+    /// still holds; else the row counts as changed.
+    pub(super) fn check(
+        &mut self,
+        tx: &Transaction<'_>,
+        table: &Arc<TableInfo>,
+        old: &[Val],
+        changes: &[(usize, Value)],
+    ) -> SqlResult<Option<SqlError>> {
+        let def = table.native.def();
+        let row = row_after(table, old, changes);
+        let key = primary_key_of(def, &row_after(table, old, &[]));
+        if let Some(error) = self.earlier.taken(table, &row, true) {
+            return Ok(Some(error));
+        }
+        if let Some(error) = held_by_later(tx, table, &row, &key, changes, &self.done)? {
+            return Ok(Some(error));
+        }
+        self.done.insert(key_bytes(def, &key));
+        Ok(None)
+    }
 }
 
 /// A primary key's bytes (empty for one that does not encode: read from
