@@ -1041,6 +1041,9 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         return Err(error);
     }
     let mut clipped = false;
+    // Text after a DECIMAL's or a DOUBLE's number past the type: 1265 for
+    // the text, then 1264 for the clipping, as MariaDB gives both.
+    let mut clipped_too = false;
     let adjusted = match &target.column.ty {
         ty @ (SqlType::TinyInt { .. }
         | SqlType::SmallInt { .. }
@@ -1111,6 +1114,7 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
             } else {
                 -max
             };
+            clipped_too = mantissa.clamp(min, max) != mantissa;
             Val::Dec(Dec::new(mantissa.clamp(min, max), *scale))
         }
         // MariaDB stores the nearest limit: ±(M − D nines . D nines), or
@@ -1133,6 +1137,7 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                 other => other.to_f64().0,
             };
             let min = if *unsigned { 0.0 } else { -max };
+            clipped_too = !f.is_nan() && f.clamp(min, max) != f;
             Val::Double(if f.is_nan() { 0.0 } else { f.clamp(min, max) })
         }
         _ => return Err(error),
@@ -1149,6 +1154,9 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         _ => error.message,
     };
     ctx.warn(code, message);
+    if clipped_too && code == codes::WARN_DATA_TRUNCATED {
+        ctx.warn(codes::OUT_OF_RANGE, target.out_of_range());
+    }
     Ok(value)
 }
 
