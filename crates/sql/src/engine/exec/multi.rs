@@ -688,23 +688,11 @@ fn first_error_in_target_order(
         passed += 1;
         for ((x, seen), keys) in ran.targets.iter().zip(&mut seen).zip(&mut keys) {
             let t = &ran.spec.tables[x.at];
-            let Some(key) = key_in(t, &row, ctx.env.tz_secs).ok()? else {
+            let Some(_) = first_met(t, &row, seen, ctx.env.tz_secs).ok()? else {
                 continue;
             };
-            if !seen.insert(key_bytes(t.table.native.def(), &key)) {
-                continue;
-            }
             let (table, offset) = (&t.table, t.offset);
-            let changed = changes_counted(
-                table,
-                &row,
-                offset,
-                &x.assignments,
-                &x.checks,
-                ctx,
-                n + 1,
-                &mut cut,
-            );
+            let changed = target_changes(x, t, &row, ctx, n + 1, &mut cut);
             let changes = match changed {
                 Ok(changes) => changes,
                 Err(e) => return Some(Replayed::Value(e)),
@@ -717,6 +705,41 @@ fn first_error_in_target_order(
         }
     }
     None
+}
+
+/// The primary key of target `t`'s row in the joined `row` the first
+/// time it is met (`seen` holds those met before); None when the row was
+/// met already, or `t` has no row there (NULL-extended).
+fn first_met(
+    t: &JoinTable,
+    row: &[Val],
+    seen: &mut HashSet<Vec<u8>>,
+    tz_secs: i64,
+) -> SqlResult<Option<Vec<Value>>> {
+    Ok(key_in(t, row, tz_secs)?.filter(|key| seen.insert(key_bytes(t.table.native.def(), key))))
+}
+
+/// The changes target `x` (table `t`) makes to its row of the joined
+/// `row`, the joined row's number `n` in warnings; `cut` counts the
+/// values' warnings.
+fn target_changes(
+    x: &UpdateTarget,
+    t: &JoinTable,
+    row: &[Val],
+    ctx: &mut Ctx<'_>,
+    n: usize,
+    cut: &mut usize,
+) -> SqlResult<Vec<(usize, Value)>> {
+    changes_counted(
+        &t.table,
+        row,
+        t.offset,
+        &x.assignments,
+        &x.checks,
+        ctx,
+        n,
+        cut,
+    )
 }
 
 /// Each target's row of each joined row, the first time it is met, with
@@ -739,23 +762,10 @@ fn changes_of_joined(
         c.check_killed()?;
         for (x, seen) in targets.iter().zip(&mut seen) {
             let t = &spec.tables[x.at];
-            let Some(key) = key_in(t, &row, c.env.tz_secs)? else {
+            let Some(key) = first_met(t, &row, seen, c.env.tz_secs)? else {
                 continue;
             };
-            if !seen.insert(key_bytes(t.table.native.def(), &key)) {
-                continue;
-            }
-            let (table, offset) = (&t.table, t.offset);
-            let changes = changes_counted(
-                table,
-                &row,
-                offset,
-                &x.assignments,
-                &x.checks,
-                c,
-                n + 1,
-                cut,
-            );
+            let changes = target_changes(x, t, &row, c, n + 1, cut);
             let changes = match changes {
                 // Not counted as matched, as MariaDB counts it.
                 Err(e) if ignore && e.code == codes::CONSTRAINT_FAILED => {
