@@ -319,8 +319,19 @@ fn has_constant_part(table: &TableInfo, numbers: bool, cache: bool, e: &Expr) ->
                         || number_in_texts(table, other).is_some()
                         || number_between_texts(table, other).is_some()
                         || (cache && cached_side(other).is_some())))
+                || (cache && has_eager(other))
         }
     }
+}
+
+/// Whether `e` holds a constant read once that a SELECT's or a join's
+/// planning reads ([`fire_eager`]).
+fn has_eager(e: &Expr) -> bool {
+    let mut found = false;
+    e.each(&mut |x| {
+        found |= matches!(x, Expr::Func(super::expr::Func::WarnOnce, args) if args.len() == 5);
+    });
+    found
 }
 
 /// Of a comparison of a column expression with a constant that is no
@@ -452,13 +463,18 @@ fn time_vs_text(table: &TableInfo, e: &Expr) -> bool {
     }
 }
 
-/// `e` ([`time_vs_text`]) with its string literals read as TIMEs, once.
-fn time_texts_read(e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
+/// `e` ([`time_vs_text`]) with its string literals read as TIMEs, once:
+/// their warnings now when `eager`, else at the first row compared.
+fn time_texts_read(e: &Expr, eager: bool, ctx: &mut Ctx<'_>) -> Expr {
     let mut read = |e: &Expr| match e.text_literal() {
         Some(t) => {
             let before = ctx.warnings.len();
-            let time = Val::Time(super::expr::compared_time(t, ctx));
-            warned_once(Expr::Lit(time), ctx, before)
+            let time = Expr::Lit(Val::Time(super::expr::compared_time(t, ctx)));
+            if eager {
+                time
+            } else {
+                warned_once(time, ctx, before)
+            }
         }
         None => e.clone(),
     };
@@ -546,6 +562,24 @@ fn text_replaced(e: &Expr, number: Expr) -> Expr {
     Expr::Cmp(*op, a, b, *c)
 }
 
+/// Gives now the warnings of `e`'s constants read once that MariaDB's
+/// optimizer reads before any row (`expr::warn_once_eager`), as a SELECT
+/// or a join plans its condition: from an empty table too, and before a
+/// strict multi-table UPDATE reads a row (DML seeds 294, 296, 311).
+fn fire_eager(e: &Expr, ctx: &mut Ctx<'_>) {
+    e.each(&mut |x| {
+        if let Expr::Func(super::expr::Func::WarnOnce, args) = x {
+            if let [_, Expr::Lit(Val::UInt(site)), Expr::Lit(Val::UInt(code)), Expr::Lit(message), _] =
+                args.as_slice()
+            {
+                if ctx.env.warned_once.first(*site) {
+                    ctx.warnings.push((*code as u16, message.to_text()));
+                }
+            }
+        }
+    });
+}
+
 /// `value`, read from a literal, with the warnings `ctx` got since
 /// `before` moved into it: they wait for its first evaluation
 /// (`Func::WarnOnce`), as MariaDB gives them at the first row compared.
@@ -563,6 +597,9 @@ fn fold_disjuncts(
     e: &Expr,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Folded> {
+    if cache {
+        fire_eager(e, ctx);
+    }
     if e.is_constant() {
         let before = ctx.warnings.len();
         let truth = {
@@ -660,9 +697,10 @@ fn fold_disjuncts(
             Err(_) => ctx.warnings.truncate(before),
         }
     }
-    // So are those compared with a TIME column, as TIMEs.
+    // So are those compared with a TIME column, as TIMEs (their warnings
+    // the planning's where MariaDB's optimizer reads them: `fire_eager`).
     if numbers && time_vs_text(table, e) {
-        return Ok(Folded::Expr(time_texts_read(e, ctx)));
+        return Ok(Folded::Expr(time_texts_read(e, cache, ctx)));
     }
     // Under XOR too, each side as it folds (one that is not true is kept
     // as it was: false and NULL differ there).

@@ -981,7 +981,7 @@ impl Func {
                     .unwrap_or_else(|| initial.clone()));
             }
             F::WarnOnce => {
-                let [value, Expr::Lit(Val::UInt(site)), Expr::Lit(Val::UInt(code)), Expr::Lit(message)] =
+                let [value, Expr::Lit(Val::UInt(site)), Expr::Lit(Val::UInt(code)), Expr::Lit(message), ..] =
                     args
                 else {
                     unreachable!("a constant read once is lowered with its warning");

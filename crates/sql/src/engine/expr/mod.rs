@@ -314,18 +314,32 @@ pub const SUBQUERY_ROWS_MESSAGE: &str = "Subquery returns more than 1 row";
 /// and never again (`Func::WarnOnce`): MariaDB's warning of a constant it
 /// reads once, at the first row that needs it.
 pub fn warn_once(value: Expr, code: u16, message: String) -> Expr {
+    warn_once_site(value, code, message, false)
+}
+
+/// [`warn_once`] of a constant MariaDB's optimizer reads before any row
+/// when it plans a SELECT's or a join's condition (a string literal
+/// compared with a DATE or DATETIME column): the planning of such a
+/// condition gives its warning then (`plan::fire_eager`), an empty table
+/// too; a single-table UPDATE's or DELETE's, at the first row compared.
+pub fn warn_once_eager(value: Expr, code: u16, message: String) -> Expr {
+    warn_once_site(value, code, message, true)
+}
+
+fn warn_once_site(value: Expr, code: u16, message: String, eager: bool) -> Expr {
     // One numbering for every site, so that no two share a number.
     static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let site = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Expr::Func(
-        Func::WarnOnce,
-        vec![
-            value,
-            Expr::Lit(Val::UInt(site)),
-            Expr::Lit(Val::UInt(u64::from(code))),
-            Expr::Lit(Val::str(message)),
-        ],
-    )
+    let mut args = vec![
+        value,
+        Expr::Lit(Val::UInt(site)),
+        Expr::Lit(Val::UInt(u64::from(code))),
+        Expr::Lit(Val::str(message)),
+    ];
+    if eager {
+        args.push(Expr::Lit(Val::Int(1)));
+    }
+    Expr::Func(Func::WarnOnce, args)
 }
 
 /// Where an IN's list came from, which decides how often MariaDB reads
@@ -2404,7 +2418,7 @@ impl<'a> Scope<'a> {
         let text = String::from_utf8_lossy(text);
         match eval::temporal_of_text(&text) {
             Some(t) => Expr::Lit(t),
-            None => warn_once(
+            None => warn_once_eager(
                 Expr::Lit(Val::Date(Default::default())),
                 crate::error::codes::TRUNCATED_WRONG_VALUE,
                 format!("Truncated incorrect datetime value: '{text}'"),
