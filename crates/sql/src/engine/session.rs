@@ -26,9 +26,9 @@ use crate::backend::{status, OkInfo, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
 
-/// Warnings kept per statement (MySQL's `max_error_count` default); more
-/// are counted but not listed.
-pub const WARNINGS_KEPT_MAX: usize = 1_024;
+/// Most warnings `max_error_count` may keep per statement (its largest
+/// value, as MariaDB's); more are counted but not listed.
+pub const WARNINGS_KEPT_MAX: usize = 65_535;
 /// Statements in one multi-statement `COM_QUERY`.
 pub const STATEMENTS_PER_QUERY_MAX: usize = 10_000;
 
@@ -158,7 +158,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "67108864",
     ),
     var("max_connections", int(1, 100_000), Scope::Global, "8192"),
-    var("max_error_count", int(0, 65_535), Scope::Both, "1024"),
+    var("max_error_count", int(0, 65_535), Scope::Both, "64"),
     var(
         "max_execution_time",
         int(0, u32::MAX as u64),
@@ -342,10 +342,14 @@ pub struct Hot {
     pub max_execution_time_ms: u64,
     /// `time_zone` in seconds east of UTC (`SYSTEM`: the SQL node's, UTC).
     pub time_zone_secs: i64,
+    /// `max_error_count`: the warnings a statement keeps for SHOW WARNINGS
+    /// (MariaDB's default 64; more are counted, not listed).
+    pub max_error_count: usize,
 }
 
 /// The variables [`Hot`] decodes: setting any other leaves it as it is.
-const HOT_VARIABLES: [&str; 8] = [
+const HOT_VARIABLES: [&str; 9] = [
+    "max_error_count",
     "character_set_client",
     "character_set_results",
     "ndb_join_pushdown",
@@ -445,6 +449,10 @@ impl Variables {
             no_zero_in_date: self
                 .get("sql_mode")
                 .is_some_and(|m| m.split(',').any(|f| f == "NO_ZERO_IN_DATE")),
+            max_error_count: self
+                .get("max_error_count")
+                .and_then(|v| v.parse::<usize>().ok())
+                .map_or(64, |n| n.min(WARNINGS_KEPT_MAX)),
             max_execution_time_ms: self
                 .get("max_execution_time")
                 .and_then(|v| v.parse().ok())
@@ -753,7 +761,7 @@ impl SessionState {
             self.notes.clear();
         }
         self.warnings = self.warnings.saturating_add(1);
-        if self.notes.len() < WARNINGS_KEPT_MAX {
+        if self.notes.len() < self.vars.hot().max_error_count {
             self.notes.push(Note {
                 level,
                 code,
@@ -1750,9 +1758,15 @@ fn show_warnings(
         .cloned()
         .collect();
     if count {
-        // The count is of every note: `SHOW COUNT(*)` takes no LIMIT.
+        // The count is of every note: `SHOW COUNT(*)` takes no LIMIT, and
+        // counts the warnings past `max_error_count` too (@@warning_count).
         let columns = [show_count_column(errors)];
-        let rows = vec![vec![SqlValue::Int(notes.len() as i64)]];
+        let n = if errors {
+            notes.len() as i64
+        } else {
+            i64::from(conn.session.listed_count())
+        };
+        let rows = vec![vec![SqlValue::Int(n)]];
         send_rows(sink, &columns, rows, more)?;
         return Ok(Answered::Done);
     }
