@@ -521,12 +521,17 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             vec![&never]
         };
     }
+    // A constant conjunct that does not hold (`0 = (SELECT MAX(x) …)` of
+    // 7): MariaDB's "Impossible WHERE", no row read nor condition tested.
+    let mut impossible = false;
     for e in written
         .into_iter()
         .chain(spec.inner_on.iter().flat_map(Expr::conjuncts))
     {
         let tables = tables_of(spec, e);
         if let Some(expr) = fold_one_table(spec, tables, e, ctx)? {
+            impossible |=
+                tables == 0 && matches!(&expr, Expr::Lit(v) if ctx.truth(v) != Some(true));
             conds.push(Cond {
                 tables,
                 expr,
@@ -616,6 +621,10 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             rows: choice.rows,
         });
         placed = now;
+    }
+    if let (true, Some(first)) = (impossible, steps.first_mut()) {
+        first.access = StepAccess::Own(Access::Nothing);
+        first.filter = None;
     }
     Ok(JoinPlan { steps })
 }
