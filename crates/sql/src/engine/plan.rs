@@ -236,6 +236,35 @@ fn equalities_first(table: &TableInfo, conjuncts: &[&Expr]) -> Option<Expr> {
     Expr::and_of(equalities.into_iter().chain(rest).cloned())
 }
 
+/// An OR whose arms are ANDs with their equalities of a column and a
+/// constant moved first ([`equalities_first`]), as MariaDB's equality
+/// propagation orders each AND level: `b = 'x' OR (b >= 4 AND f = 9)`
+/// reads no b as a number where f is not 9 (DML seed 326). None: no arm
+/// changes.
+fn arm_equalities_first(table: &TableInfo, e: &Expr) -> Option<Expr> {
+    if !matches!(e, Expr::Or(..)) {
+        return None;
+    }
+    let mut arms = Vec::new();
+    or_arms(e, &mut arms);
+    let mut changed = false;
+    let arms: Vec<Expr> = arms
+        .into_iter()
+        .map(|arm| {
+            let moved = matches!(arm, Expr::And(..))
+                .then(|| equalities_first(table, &arm.conjuncts()))
+                .flatten();
+            changed |= moved.is_some();
+            moved.unwrap_or_else(|| arm.clone())
+        })
+        .collect();
+    changed.then(|| {
+        arms.into_iter()
+            .reduce(|a, b| Expr::Or(Box::new(a), Box::new(b)))
+            .unwrap_or(Expr::Lit(Val::Int(0)))
+    })
+}
+
 /// Whether `e` is `col = constant` of the column's own kind, a number
 /// with a number or a string with a string ([`equalities_first`]).
 fn propagated_equality(table: &TableInfo, e: &Expr) -> bool {
@@ -301,7 +330,12 @@ enum Folded {
 /// `table`) compares a number column of it with a string literal.
 fn has_constant_part(table: &TableInfo, numbers: bool, cache: bool, e: &Expr) -> bool {
     match e {
-        Expr::And(a, b) | Expr::Or(a, b) => {
+        Expr::Or(a, b) => {
+            has_constant_part(table, numbers, cache, a)
+                || has_constant_part(table, numbers, cache, b)
+                || (cache && arm_equalities_first(table, e).is_some())
+        }
+        Expr::And(a, b) => {
             has_constant_part(table, numbers, cache, a)
                 || has_constant_part(table, numbers, cache, b)
         }
@@ -599,6 +633,9 @@ fn fold_disjuncts(
 ) -> SqlResult<Folded> {
     if cache {
         fire_eager(e, ctx);
+        if let Some(reordered) = arm_equalities_first(table, e) {
+            return fold_disjuncts(table, numbers, cache, &reordered, ctx);
+        }
     }
     if e.is_constant() {
         let before = ctx.warnings.len();
