@@ -1649,6 +1649,16 @@ impl<'a> Scope<'a> {
                 l = self.year_constant(&r, l);
             }
             r = self.null_after_text(&l, r);
+            let (cast_l, cast_r) = (
+                self.char_cast_vs_integer(&l, &r),
+                self.char_cast_vs_integer(&r, &l),
+            );
+            if cast_l {
+                l = Expr::Cast(Box::new(l), CastTo::Decimal(65, 0));
+            }
+            if cast_r {
+                r = Expr::Cast(Box::new(r), CastTo::Decimal(65, 0));
+            }
         }
         if matches!(
             op,
@@ -2449,6 +2459,15 @@ impl<'a> Scope<'a> {
             | CastTo::FixedDouble(_) => self.member_number(e),
             _ => e,
         }
+    }
+
+    /// Whether `e` is `CAST(x AS CHAR)` compared with an integer `other`:
+    /// MariaDB compares the two as integers, the text rounded half away
+    /// from zero as a DECIMAL rounds it (`CAST(2.5 AS CHAR) = 3`,
+    /// `CAST(0.1e0 * 11 AS CHAR) = 1`; SELECT seed 217), where text of
+    /// any other kind is compared as a DECIMAL (`'1.1' = 1` is false).
+    fn char_cast_vs_integer(&self, e: &Expr, other: &Expr) -> bool {
+        matches!(e, Expr::Cast(_, CastTo::Char)) && matches!(self.kind(other), Kind::Int { .. })
     }
 
     /// `r`, a comparison's right operand, as `Func::NullAfterText` when it
