@@ -266,7 +266,8 @@ fn arm_equalities_first(table: &TableInfo, e: &Expr) -> Option<Expr> {
 }
 
 /// Whether `e` is `col = constant` of the column's own kind, a number
-/// with a number or a string with a string ([`equalities_first`]).
+/// with a number or a string with a string, or a string with a BIGINT
+/// column ([`equalities_first`]).
 fn propagated_equality(table: &TableInfo, e: &Expr) -> bool {
     let Expr::Cmp(CmpOp::Eq, a, b, _) = e else {
         return false;
@@ -289,7 +290,10 @@ fn propagated_equality(table: &TableInfo, e: &Expr) -> bool {
         _ => None,
     };
     match kind {
-        Some(true) => string_column,
+        // A string equated with a BIGINT column is read as an integer
+        // once (MariaDB's `convert_const_to_int`, for a BIGINT only): an
+        // equality of numbers; with an INT it is not (`a = '5'` stays).
+        Some(true) => string_column || matches!(ty, SqlType::BigInt { .. }),
         Some(false) => ty.is_number(),
         None => false,
     }
@@ -777,6 +781,19 @@ fn fold_disjuncts(
             // False or NULL: NOT of it is not known here.
             Folded::NotTrue => Folded::Expr(e.clone()),
         });
+    }
+    // An AND inside an OR, conjunct by conjunct as a WHERE's are
+    // (`b = 'x' OR (f = '9x' AND …)` reads '9x' once, as MariaDB's).
+    if let Expr::And(..) = e {
+        let mut kept = Vec::new();
+        for c in e.conjuncts() {
+            match fold_disjuncts(table, numbers, cache, c, ctx)? {
+                Folded::True => {}
+                Folded::NotTrue => return Ok(Folded::NotTrue),
+                Folded::Expr(x) => kept.push(x),
+            }
+        }
+        return Ok(Expr::and_of(kept).map_or(Folded::True, Folded::Expr));
     }
     let Expr::Or(a, b) = e else {
         return Ok(Folded::Expr(e.clone()));
