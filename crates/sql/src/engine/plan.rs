@@ -1519,7 +1519,7 @@ pub fn fold_true_disjuncts<'e>(
     let Some(cond) = cond else {
         return Ok(None);
     };
-    let mut kept = Vec::new();
+    let mut kept: Vec<&Expr> = Vec::new();
     let mut folded = false;
     for c in cond.conjuncts() {
         let mut arms = Vec::new();
@@ -1539,12 +1539,14 @@ pub fn fold_true_disjuncts<'e>(
             folded = true;
         } else {
             ctx.warnings.truncate(before);
-            kept.push(c.clone());
+            kept.push(c);
         }
     }
-    Ok(match (folded, Expr::and_of(kept)) {
-        (false, _) => Some(std::borrow::Cow::Borrowed(cond)),
-        (true, rest) => rest.map(std::borrow::Cow::Owned),
+    // Copied only when an OR folded away.
+    Ok(if folded {
+        Expr::and_of(kept.into_iter().cloned()).map(std::borrow::Cow::Owned)
+    } else {
+        Some(std::borrow::Cow::Borrowed(cond))
     })
 }
 

@@ -258,6 +258,16 @@ fn split_where(
     (Expr::and_of(early), Expr::and_of(late))
 }
 
+/// The late conjuncts (`split_where`) without the ORs a constant makes
+/// hold, folded before any row is read ([`plan::fold_true_disjuncts`]).
+fn fold_late(late: Option<Expr>, ctx: &mut Ctx<'_>) -> SqlResult<Option<Expr>> {
+    Ok(match plan::fold_true_disjuncts(late.as_ref(), ctx)? {
+        Some(std::borrow::Cow::Owned(folded)) => Some(folded),
+        Some(std::borrow::Cow::Borrowed(_)) => late,
+        None => None,
+    })
+}
+
 /// A joined row and how many warnings its context held when the row was
 /// read (its conditions', and those of the rows read before it).
 type JoinedRow = (Vec<Val>, usize);
@@ -474,12 +484,9 @@ pub(super) fn update(
     // duplicate a unique key is left as it is.
     let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
     let strict = conn.session.sql_mode_strict() && !ignore;
-    let tx = txn::take(conn)?;
     let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
-    let late = match plan::fold_true_disjuncts(late.as_ref(), &mut ctx) {
-        Ok(folded) => folded.map(std::borrow::Cow::into_owned),
-        Err(e) => return txn::finish(conn, tx, Err(e)),
-    };
+    let late = fold_late(late, &mut ctx)?;
+    let tx = txn::take(conn)?;
     let after = Targets {
         cond: None,
         late,
@@ -958,12 +965,9 @@ pub(super) fn delete(
     // DELETE IGNORE: the WHERE's errors are warnings.
     let ignore = crate::engine::session::delete_ignore(del);
     let strict = conn.session.sql_mode_strict() && !ignore;
-    let tx = txn::take(conn)?;
     let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
-    let late = match plan::fold_true_disjuncts(late.as_ref(), &mut ctx) {
-        Ok(folded) => folded.map(std::borrow::Cow::into_owned),
-        Err(e) => return txn::finish(conn, tx, Err(e)),
-    };
+    let late = fold_late(late, &mut ctx)?;
+    let tx = txn::take(conn)?;
     let after = Targets {
         cond: None,
         late,
