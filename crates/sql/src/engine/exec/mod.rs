@@ -668,7 +668,6 @@ pub(crate) fn primary_key_of(
         .collect()
 }
 
-/// Moves the warnings of an evaluation to the statement's.
 /// The statement text, for the names MySQL gives unaliased items (the
 /// text as written); what `SHOW PROCESSLIST` shows of the statement.
 pub(crate) fn statement_text(conn: &Conn<'_>) -> Arc<str> {
@@ -680,6 +679,7 @@ pub(crate) fn statement_text(conn: &Conn<'_>) -> Arc<str> {
         .unwrap_or_default()
 }
 
+/// Moves the warnings of an evaluation to the statement's.
 pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
     for (code, message) in ctx.warnings.drain(..) {
         keep_warning(conn, code, message);

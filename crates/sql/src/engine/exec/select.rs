@@ -2176,8 +2176,11 @@ fn stream(
     } else {
         txn::finish(conn, tx, result)
     };
-    result?;
+    // Warnings met before an error stay the statement's, listed before
+    // it, as MariaDB's diagnostics area keeps them (`SELECT '3x' + 1,
+    // 18446744073709551615 + 1`: 1292, then 1690).
     keep_warnings(conn, &mut ctx);
+    result?;
     let end = OkInfo {
         warnings: conn.session.warning_count(),
         more_results: more,
@@ -2518,11 +2521,12 @@ pub(crate) fn finish_deferred<'s>(
     // As in `rows_of`: a read that committed is over; otherwise the
     // transaction stays open (or ends on an error) as after any statement.
     let rows = if committed {
-        rows?
+        rows
     } else {
-        txn::finish(conn, tx, rows)?
+        txn::finish(conn, tx, rows)
     };
     keep_warnings(conn, &mut ctx);
+    let rows = rows?;
     let end = OkInfo {
         warnings: conn.session.warning_count(),
         more_results: more,
@@ -2578,42 +2582,51 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
             distinct_end = rows.len();
         }
     };
-    if planned.iter().any(per_row) {
-        let alone = planned.len() == 1;
-        for (arm, p) in planned.iter().enumerate() {
-            let mut arm_rows = run_per_row(conn, p, &mut ctx, alone, placeholders, None)?;
-            conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
-            rows.extend(arm_rows);
-            ended(arm, &rows);
-        }
-    } else if needs_tx {
-        let tx = txn::take(conn)?;
-        let autocommit_read =
-            planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
-        let mut committed = false;
-        let result = (|| {
-            let mut all = Vec::new();
+    // Warnings met before an error stay the statement's, as MariaDB's
+    // diagnostics area keeps them.
+    let gathered = (|| -> SqlResult<()> {
+        if planned.iter().any(per_row) {
+            let alone = planned.len() == 1;
             for (arm, p) in planned.iter().enumerate() {
-                let commit = autocommit_read.then_some(&mut committed);
-                let mut arm_rows = run_one(&tx, p, &mut ctx, commit)?;
+                let mut arm_rows = run_per_row(conn, p, &mut ctx, alone, placeholders, None)?;
                 conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
-                all.extend(arm_rows);
-                ended(arm, &all);
+                rows.extend(arm_rows);
+                ended(arm, &rows);
             }
-            Ok(all)
-        })();
-        rows = if committed {
-            result?
+        } else if needs_tx {
+            let tx = txn::take(conn)?;
+            let autocommit_read =
+                planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
+            let mut committed = false;
+            let result = (|| {
+                let mut all = Vec::new();
+                for (arm, p) in planned.iter().enumerate() {
+                    let commit = autocommit_read.then_some(&mut committed);
+                    let mut arm_rows = run_one(&tx, p, &mut ctx, commit)?;
+                    conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
+                    all.extend(arm_rows);
+                    ended(arm, &all);
+                }
+                Ok(all)
+            })();
+            rows = if committed {
+                result?
+            } else {
+                txn::finish(conn, tx, result)?
+            };
         } else {
-            txn::finish(conn, tx, result)?
-        };
-    } else {
-        for (arm, p) in planned.iter().enumerate() {
-            let mut arm_rows = run_one_without_table(p, &mut ctx)?;
-            conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
-            rows.extend(arm_rows);
-            ended(arm, &rows);
+            for (arm, p) in planned.iter().enumerate() {
+                let mut arm_rows = run_one_without_table(p, &mut ctx)?;
+                conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
+                rows.extend(arm_rows);
+                ended(arm, &rows);
+            }
         }
+        Ok(())
+    })();
+    if let Err(e) = gathered {
+        keep_warnings(conn, &mut ctx);
+        return Err(e);
     }
     // A UNION's columns compare under their own (aggregated) collations.
     let union_collations: Vec<Option<Collation>> =
@@ -3132,11 +3145,16 @@ fn shape(
         if let Some(w) = windows.get(at) {
             c.windows = w;
         }
-        let pass = match having {
-            Some(h) if p.windows.is_empty() => h.test(row, &mut c)?,
-            _ => true,
-        };
-        if pass {
+        // The child holds the statement's warnings: taken back on an
+        // error too, so that those met before it stay listed.
+        let shaped = (|| -> SqlResult<Option<Shaped>> {
+            let pass = match having {
+                Some(h) if p.windows.is_empty() => h.test(row, &mut c)?,
+                _ => true,
+            };
+            if !pass {
+                return Ok(None);
+            }
             let mut values = Vec::with_capacity(items.len());
             for item in items {
                 values.push(item.eval(row, &mut c)?);
@@ -3151,14 +3169,17 @@ fn shape(
                     });
                 }
             }
-            out.push((values, keys));
+            Ok(Some((values, keys)))
+        })();
+        ctx.absorb(c);
+        if let Some(shaped) = shaped? {
+            out.push(shaped);
             if out.len() > ROWS_IN_MEMORY_MAX {
                 return Err(SqlError::unsupported(format_args!(
                     "queries of more than {ROWS_IN_MEMORY_MAX} rows"
                 )));
             }
         }
-        ctx.absorb(c);
     }
     if p.distinct {
         // Every row's key in one buffer, the set holding slices of it: no

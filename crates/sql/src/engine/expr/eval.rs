@@ -1136,8 +1136,13 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         // A double (or a string's number) divides as the decimal of its
         // digits, as MariaDB's DIV does: (2^64 - 1 + 0e0) DIV 3 is
         // 6148914691236517333, where the double quotient's was ...6864.
+        // Text is read as a DECIMAL (its warning names DECIMAL).
         let mut exact = |v: &Val| match v {
-            Val::Double(_) | Val::Str(_) => {
+            Val::Str(b) => match ctx.str_dec(b) {
+                Some(d) => Val::Dec(d),
+                None => Val::Double(v.to_f64().0),
+            },
+            Val::Double(_) => {
                 let f = ctx.num_f64(v);
                 Dec::of_double(f).map_or(Val::Double(f), Val::Dec)
             }

@@ -180,6 +180,10 @@ pub enum Func {
     PerRow,
     FindInSet,
     Elt,
+    /// ELT in a numeric context: the argument taken read as a number
+    /// (`val_real` of MariaDB's ELT reads the argument's own: a DATE's
+    /// 20251013, not the 2025 of its text), not made text first.
+    EltNumber,
     Ascii,
     Space,
     Exp,
@@ -614,7 +618,7 @@ impl Func {
                 (Kind::Str { .. }, None) => Kind::Time { fsp: 6 },
                 _ => Kind::Time { fsp: 0 },
             },
-            F::Elt => match alternatives_kind(args.iter().skip(1), scope) {
+            F::Elt | F::EltNumber => match alternatives_kind(args.iter().skip(1), scope) {
                 k @ Kind::Str { .. } => k,
                 _ => text_kind(),
             },
@@ -993,14 +997,21 @@ impl Func {
                 return Ok(value);
             }
             // ELT evaluates its index and the argument it names only.
-            F::Elt => {
+            F::Elt | F::EltNumber => {
                 let index = args[0].eval(row, ctx)?;
                 if index.is_null() {
                     return Ok(Val::Null);
                 }
                 let n = ctx.num_i64(&index);
                 return match usize::try_from(n) {
-                    Ok(n) if n >= 1 && n < args.len() => args[n].eval(row, ctx).map(elt_text),
+                    Ok(n) if n >= 1 && n < args.len() => {
+                        let taken = args[n].eval(row, ctx)?;
+                        Ok(if self == F::Elt {
+                            elt_text(taken)
+                        } else {
+                            elt_number(taken)
+                        })
+                    }
                     _ => Ok(Val::Null),
                 };
             }
@@ -1094,9 +1105,14 @@ impl Func {
         let s = |i: usize| v[i].to_text();
         Ok(match self {
             F::Json(f) => return f.eval(args, &v, ctx),
-            F::If | F::IfNull | F::Coalesce | F::UserVar | F::SetUserVar | F::WarnOnce | F::Elt => {
-                Val::Null
-            }
+            F::If
+            | F::IfNull
+            | F::Coalesce
+            | F::UserVar
+            | F::SetUserVar
+            | F::WarnOnce
+            | F::Elt
+            | F::EltNumber => Val::Null,
             F::NullIf => unreachable!("NULLIF is evaluated lazily above"),
             F::Concat => {
                 if null_in {
@@ -2821,6 +2837,15 @@ fn elt_text(v: Val) -> Val {
     match v {
         Val::Null | Val::Str(_) => v,
         other => Val::str(other.to_text()),
+    }
+}
+
+/// ELT's value read as a number: a temporal value's number, anything
+/// else as it is (text is read as a number where it is used).
+fn elt_number(v: Val) -> Val {
+    match v {
+        Val::Date(_) | Val::DateTime(..) | Val::Time(_) => Val::Dec(v.temporal_number()),
+        other => other,
     }
 }
 

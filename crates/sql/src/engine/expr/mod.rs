@@ -806,7 +806,7 @@ impl<'a> Scope<'a> {
                     Expr::Lit(Val::UInt(v)) if v == 1u64 << 63 => Expr::Lit(Val::Int(i64::MIN)),
                     Expr::Lit(Val::Dec(d)) => Expr::Lit(Val::Dec(Dec::new(-d.mantissa, d.scale))),
                     Expr::Lit(Val::Double(v)) => Expr::Lit(Val::Double(-v)),
-                    other => Expr::Neg(Box::new(self.member_number(other))),
+                    other => Expr::Neg(Box::new(self.number_read(other))),
                 },
                 ast::UnaryOperator::Plus => self.lower(expr)?,
                 ast::UnaryOperator::BitwiseNot => {
@@ -1117,11 +1117,11 @@ impl<'a> Scope<'a> {
             }
             E::Ceil { expr, .. } => {
                 let x = self.lower(expr)?;
-                self.unsigned_rounding(Expr::Func(Func::Ceil, vec![self.member_number(x)]))
+                self.unsigned_rounding(Expr::Func(Func::Ceil, vec![self.number_read(x)]))
             }
             E::Floor { expr, .. } => {
                 let x = self.lower(expr)?;
-                self.unsigned_rounding(Expr::Func(Func::Floor, vec![self.member_number(x)]))
+                self.unsigned_rounding(Expr::Func(Func::Floor, vec![self.number_read(x)]))
             }
             E::Function(written) => {
                 let mut e = self.function(written)?;
@@ -1181,7 +1181,7 @@ impl<'a> Scope<'a> {
                         let members = args.iter().any(|a| self.is_member(a));
                         for (at, a) in args.iter_mut().enumerate() {
                             let x = number(at, std::mem::replace(a, Expr::Lit(Val::Null)));
-                            *a = self.member_number(x);
+                            *a = self.number_read(x);
                         }
                         let kinds: Vec<Kind> = args.iter().map(|a| self.kind(a)).collect();
                         let string = members || kinds.iter().any(|k| matches!(k, Kind::Str { .. }));
@@ -1205,7 +1205,7 @@ impl<'a> Scope<'a> {
                     } else {
                         for (at, a) in args.iter_mut().take(numbers).enumerate() {
                             let x = number(at, std::mem::replace(a, Expr::Lit(Val::Null)));
-                            *a = self.member_number(x);
+                            *a = self.number_read(x);
                         }
                     }
                     // NULLIF compares as `=` does: an ENUM or SET beside a
@@ -1223,7 +1223,7 @@ impl<'a> Scope<'a> {
                     if let (Func::If, Some(condition)) = (&f, args.first_mut()) {
                         // A truth value: a bit-value or 0x literal's number.
                         let c = number(0, std::mem::replace(condition, Expr::Lit(Val::Null)));
-                        *condition = self.member_number(c);
+                        *condition = self.number_read(c);
                     }
                     let alternatives: Vec<&mut Expr> = match f {
                         Func::Coalesce | Func::IfNull | Func::Greatest(_) | Func::Least(_) => {
@@ -1618,9 +1618,15 @@ impl<'a> Scope<'a> {
                 | B::PGBitwiseShiftRight
         ) {
             // A bit-value or 0x literal is its number (`0x41 + 1` is 66,
-            // `flags & 0x04` tests a bit), an ENUM or SET its index or bits.
-            l = self.member_number(as_number_literal(left, l));
-            r = self.member_number(as_number_literal(right, r));
+            // `flags & 0x04` tests a bit), an ENUM or SET its index or bits;
+            // an ELT the number of what it takes where MariaDB reads a
+            // double (bit operations and DIV read its text as a DECIMAL).
+            let (l0, r0) = (as_number_literal(left, l), as_number_literal(right, r));
+            (l, r) = if matches!(op, B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo) {
+                (self.number_read(l0), self.number_read(r0))
+            } else {
+                (self.member_number(l0), self.member_number(r0))
+            };
         }
         if matches!(op, B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo)
             && matches!(self.kind(&r), Kind::Str { .. })
@@ -2337,7 +2343,25 @@ impl<'a> Scope<'a> {
     /// literal's number, an ENUM's index or a SET's bits (MariaDB's
     /// `WHERE e` is true for any member but the empty one), else itself.
     fn condition(&self, written: &ast::Expr, e: Expr) -> Expr {
-        self.member_number(as_number_literal(written, e))
+        self.number_read(as_number_literal(written, e))
+    }
+
+    /// An expression MariaDB reads as a number (`val_real`, `val_int`):
+    /// an operand of arithmetic, a numeric function's argument, an
+    /// aggregate's, a condition. [`Scope::member_number`], and an ELT
+    /// reads the argument it takes as a number (`ELT(2, b, d) + 1` of a
+    /// DATE d is 20251014, not 2026 and a warning). A comparison and a
+    /// CAST read ELT as text (MariaDB compares it as a string, casts its
+    /// `val_str`), so they take `member_number` only.
+    fn number_read(&self, e: Expr) -> Expr {
+        match e {
+            Expr::Func(Func::Elt, mut args) => {
+                let taken = args.split_off(1);
+                args.extend(taken.into_iter().map(|a| self.number_read(a)));
+                Expr::Func(Func::EltNumber, args)
+            }
+            other => self.member_number(other),
+        }
     }
 
     /// An ENUM or SET column in a numeric context: its member's index or
@@ -2772,7 +2796,7 @@ impl<'a> Scope<'a> {
                     AggFn::Min | AggFn::Max | AggFn::Count | AggFn::CountStar | AggFn::GroupConcat
                 );
                 Some(if numeric {
-                    self.member_number(lowered?)
+                    self.number_read(lowered?)
                 } else {
                     lowered?
                 })
