@@ -2554,6 +2554,9 @@ fn first_update_error_row_by_row(
         )
         .and_then(|mut rows| {
             super::select::in_primary_key_order(table, &mut rows);
+            if primary_key_order(table, &targets.order) == Some(true) {
+                rows.reverse();
+            }
             let updates = (assignments, checks, limit);
             first_update_error_of_rows(&tx, table, cond.as_deref(), rows, updates, &mut ctx)
         });
@@ -2561,6 +2564,22 @@ fn first_update_error_row_by_row(
     })();
     conn.session.rewind_diagnostics(mark);
     found.ok().flatten()
+}
+
+/// Whether an UPDATE's ORDER BY is the primary key's order (its first
+/// columns, all ascending: `Some(false)`, or all descending:
+/// `Some(true)`), in which MariaDB reads and changes the rows one at a
+/// time by the key (a filesort of another ORDER BY tests every row's
+/// WHERE first). None: another order, or none written.
+fn primary_key_order(table: &TableInfo, order: &[(Expr, bool)]) -> Option<bool> {
+    let key = &table.native.def().primary_key;
+    let (_, first_desc) = order.first()?;
+    let on_key = !table.hidden_key
+        && order.len() <= key.len()
+        && order.iter().zip(key).all(|((e, desc), native)| {
+            desc == first_desc && matches!(e, Expr::Col(c) if table.sql_column(*native) == Some(*c))
+        });
+    on_key.then_some(*first_desc)
 }
 
 /// [`first_update_error_row_by_row`] of the rows read, in key order. A
@@ -3076,7 +3095,8 @@ fn update(
         }
     };
     // A strict UPDATE that fails on a value fails on the one MariaDB
-    // meets first, row by row (not with ORDER BY, nor subqueries per row).
+    // meets first, row by row (not with an ORDER BY other than the primary
+    // key's, nor subqueries per row).
     // Nor when a value assigns a user variable, which a second run would
     // assign again.
     let mut assigns = false;
@@ -3085,7 +3105,9 @@ fn update(
             assigns |= matches!(x, Expr::Func(crate::engine::expr::Func::SetUserVar, _));
         });
     }
-    let row_by_row = strict && !per_row && targets.order.is_empty() && !assigns;
+    let in_key_order =
+        targets.order.is_empty() || primary_key_order(&table, &targets.order).is_some();
+    let row_by_row = strict && !per_row && in_key_order && !assigns;
     let failed = |conn: &mut Conn<'_>, error: SqlError| {
         let replayed = (row_by_row && VALUE_ERRORS.contains(&error.code))
             .then(|| {
