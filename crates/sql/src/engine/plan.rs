@@ -842,11 +842,17 @@ pub fn access_with(
         // `fold_row_constants`).
         let before = ctx.warnings.len();
         learn(table, c, &mut facts, ctx)?;
+        if let Some(r) = learn_rows(table, c, ctx)? {
+            rows.push(r);
+        }
         if !on_key(table, c) {
             ctx.warnings.truncate(before);
         }
-        if let Some(r) = learn_rows(table, c, ctx)? {
-            rows.push(r);
+        // The range optimizer's warning is the planning's: it does not
+        // fail a strict write (`WHERE id = 1/0` changes nothing and
+        // warns); a row the key reads tests the condition again.
+        for (code, _) in &mut ctx.warnings[before..] {
+            *code |= crate::engine::expr::eval::PLANNED_BIT;
         }
         // Nor one whose constant warns as it is read: every row is then
         // compared in the SQL node, each with the warning, as MariaDB
@@ -1192,6 +1198,8 @@ fn on_key(table: &TableInfo, c: &Expr) -> bool {
     match c {
         Expr::Cmp(_, a, b, _) => keyed(a) || keyed(b),
         Expr::Between(x, ..) | Expr::In(x, ..) => keyed(x),
+        // An OR whose every arm compares a key's column is a range too.
+        Expr::Or(a, b) => on_key(table, a) && on_key(table, b),
         _ => false,
     }
 }
@@ -1301,6 +1309,19 @@ fn column_vs(
     };
     let v = silent(other).eval(&[], ctx)?;
     Ok(exact(table, col, &v, ctx.env.tz_secs).map(|v| (col, v, flipped)))
+}
+
+/// Whether one side of a column's comparison is a constant that is NULL
+/// (read without its warnings: [`column_vs`] read it with them).
+fn null_constant(a: &Expr, b: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+    let other = match (a, b) {
+        (Expr::Col(_), o) | (o, Expr::Col(_)) if silent(o).is_constant() => silent(o),
+        _ => return Ok(false),
+    };
+    let before = ctx.warnings.len();
+    let v = other.eval(&[], ctx)?;
+    ctx.warnings.truncate(before);
+    Ok(v.is_null())
 }
 
 /// A constant compared with a column, without the warning its reading
@@ -1416,6 +1437,16 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
     match c {
         Expr::Cmp(op, a, b, _) => {
             let Some((col, v, flipped)) = column_vs(table, a, b, true, ctx)? else {
+                // `id = 1 / 0`: a column equal to (or compared with) NULL
+                // holds for no row, as `id IN (NULL)`: MariaDB's range
+                // optimizer reads no row, so none is compared (nor warns).
+                if *op != CmpOp::NullSafeEq && null_constant(a, b, ctx)? {
+                    let col = match (a.as_ref(), b.as_ref()) {
+                        (Expr::Col(c), _) | (_, Expr::Col(c)) => *c,
+                        _ => return Ok(()),
+                    };
+                    facts[col].any_of = Some(Vec::new());
+                }
                 return Ok(());
             };
             let op = if flipped { flip(*op) } else { *op };

@@ -1635,6 +1635,19 @@ pub(crate) fn abort_on_warning(
     }
 }
 
+/// The warnings from `at` on that rows left, taken out of `warnings`
+/// for [`abort_on_warning`]; the planning's among them (a key's constant
+/// read by the range optimizer, `PLANNED_BIT`) stay, listed before a
+/// statement's error as MariaDB lists them.
+fn rows_warnings(warnings: &mut Vec<(u16, String)>, at: usize) -> Vec<(u16, String)> {
+    let later = warnings.split_off(at.min(warnings.len()));
+    let (planned, rows): (Vec<_>, Vec<_>) = later
+        .into_iter()
+        .partition(|(code, _)| code & crate::engine::expr::eval::PLANNED_BIT != 0);
+    warnings.extend(planned);
+    rows
+}
+
 /// Whether a row the error replays read again passes the WHERE, or the
 /// error its test, or strict mode of a warning of it, gives.
 pub(crate) fn replayed_test(
@@ -3082,7 +3095,7 @@ fn update(
                         // in MariaDB, which evaluates and stores a row at
                         // a time.
                         Err(e) => {
-                            let later = c.warnings.split_off(assigning.min(c.warnings.len()));
+                            let later = rows_warnings(&mut c.warnings, assigning);
                             abort_on_warning(c.strict, later)?;
                             return Err(e);
                         }
@@ -3116,21 +3129,34 @@ fn update(
             .flatten();
         Err(replayed.unwrap_or(error))
     };
+    // The planning's warnings (a key's constant the range optimizer read)
+    // are listed before the error of a statement that fails, as MariaDB's.
+    let planned_before_error = |conn: &mut Conn<'_>, ctx: &mut Ctx<'_>| {
+        let mut at = 0;
+        ctx.warnings.retain(|(code, _)| {
+            at += 1;
+            at <= planned_warnings || code & crate::engine::expr::eval::PLANNED_BIT != 0
+        });
+        keep_warnings(conn, ctx);
+    };
     let (rows, tx) = match evaluated {
         Ok(done) => done,
         Err((e, Some(tx))) => {
+            planned_before_error(conn, &mut ctx);
             let error = txn::finish(conn, tx, Err::<(), _>(e)).expect_err("finished with an error");
             return failed(conn, error);
         }
-        Err((e, None)) => return failed(conn, e),
+        Err((e, None)) => {
+            planned_before_error(conn, &mut ctx);
+            return failed(conn, e);
+        }
     };
     // Every row was read and evaluated before anything is written.
-    let later = ctx
-        .warnings
-        .split_off(planned_warnings.min(ctx.warnings.len()));
+    let later = rows_warnings(&mut ctx.warnings, planned_warnings);
     match abort_on_warning(ctx.strict, later) {
         Ok(later) => ctx.warnings.extend(later),
         Err(e) => {
+            planned_before_error(conn, &mut ctx);
             drop(ctx);
             let error = txn::finish(conn, tx, Err::<(), _>(e)).expect_err("finished with an error");
             return failed(conn, error);
