@@ -1043,6 +1043,8 @@ impl KeyShape {
             let v = silent(value).eval(&[], ctx)?;
             match exact(table, *col, &v, ctx.env.tz_secs) {
                 Some(v) => key.push(v),
+                // A key column equal to NULL: no row (`learn`).
+                None if v.is_null() => return Ok(Some(Access::Keys(Vec::new()))),
                 None => return Ok(None),
             }
         }
