@@ -3427,6 +3427,62 @@ const SUM_WHOLE_DIGITS_MORE: u32 = 22;
 /// an integer result shorter than this is an INT, else a BIGINT.
 const INT_DISPLAY_DIGITS_MAX: u32 = 11;
 
+/// The column type and length MariaDB gives an integer function's or a
+/// condition's result (its `max_length`: `MONTH(d)` is an INT of 2,
+/// `LENGTH(s)` of 10, `a = b` of 1); None: another expression.
+fn int_result_meta(e: &Expr) -> Option<(ColumnType, u32)> {
+    use ColumnType::{Long, LongLong};
+    Some(match e {
+        Expr::Cmp(..)
+        | Expr::And(..)
+        | Expr::Or(..)
+        | Expr::Xor(..)
+        | Expr::Not(..)
+        | Expr::IsNull(..)
+        | Expr::IsBool(..)
+        | Expr::In(..)
+        | Expr::Between(..)
+        | Expr::Like(..) => (Long, 1),
+        Expr::Func(f, _) => match f {
+            Func::DayOfWeek
+            | Func::Weekday
+            | Func::Quarter
+            | Func::IsNull
+            | Func::RegexpLike
+            | Func::Sleep
+            | Func::GetLock
+            | Func::ReleaseLock
+            | Func::IsFreeLock => (Long, 1),
+            Func::BitCount
+            | Func::Month
+            | Func::Day
+            | Func::Hour
+            | Func::Minute
+            | Func::Second
+            | Func::Week
+            | Func::WeekOfYear
+            | Func::Sign
+            | Func::Strcmp(_) => (Long, 2),
+            Func::Ascii | Func::DayOfYear | Func::Field | Func::FindInSet => (Long, 3),
+            Func::Year => (Long, 4),
+            Func::Microsecond
+            | Func::YearWeek
+            | Func::ToDays
+            | Func::PeriodAdd
+            | Func::PeriodDiff => (Long, 6),
+            Func::Ord => (Long, 7),
+            Func::DateDiff => (Long, 8),
+            Func::Length | Func::CharLength | Func::Crc32 | Func::ConnectionId => (Long, 10),
+            Func::Locate | Func::Instr | Func::RegexpInstr => (Long, 11),
+            Func::BitLength => (LongLong, 11),
+            Func::ToSeconds => (LongLong, 12),
+            Func::TimeToSec => (LongLong, 17),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
 fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
     let length_of_lit = |e: &Expr| match e {
         Expr::Lit(v) => Some(v.to_text().chars().count() as u32),
@@ -3467,9 +3523,14 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             m
         }
         Kind::Int { unsigned } => {
-            // A literal's own digits; MySQL's 21 for a computed BIGINT.
-            let length = length_of_lit(e).unwrap_or(21);
-            let mut m = ColumnMeta::expr("", ColumnType::LongLong, charset::BINARY, length);
+            // A literal's own digits; a function's or a condition's type
+            // and length as MariaDB gives them; MySQL's 21 for another
+            // computed BIGINT.
+            let (ty, length) = match int_result_meta(e) {
+                Some(known) => known,
+                None => (ColumnType::LongLong, length_of_lit(e).unwrap_or(21)),
+            };
+            let mut m = ColumnMeta::expr("", ty, charset::BINARY, length);
             m.flags = flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
             m
         }

@@ -314,6 +314,23 @@ fn result_metadata_as_mysql() {
     }
     let (_, m) = lower_select("DATE_ADD(NOW(), INTERVAL 1 DAY)").expect("lowers");
     assert_eq!(m.ty, ColumnType::DateTime);
+    // An integer function's or a condition's type and length are
+    // MariaDB's (recorded with --column-type-info against MariaDB 10.11).
+    for (sql, ty, length) in [
+        ("MONTH(NOW())", ColumnType::Long, 2),
+        ("YEAR(NOW())", ColumnType::Long, 4),
+        ("ASCII('a')", ColumnType::Long, 3),
+        ("LENGTH('abc')", ColumnType::Long, 10),
+        ("BIT_LENGTH('abc')", ColumnType::LongLong, 11),
+        ("TIME_TO_SEC('01:00:00')", ColumnType::LongLong, 17),
+        ("LOCATE('b', 'abc')", ColumnType::Long, 11),
+        ("1 = 1", ColumnType::Long, 1),
+        ("'a' LIKE 'b'", ColumnType::Long, 1),
+        ("1 IN (1, 2) AND 2 BETWEEN 1 AND 3", ColumnType::Long, 1),
+    ] {
+        let (_, m) = lower_select(sql).expect("lowers");
+        assert_eq!((m.ty, m.length), (ty, length), "{sql}");
+    }
 }
 
 #[test]
