@@ -139,17 +139,33 @@ pub(super) fn explained_query(statement: &ast::Statement) -> SqlResult<Option<as
 }
 
 /// The join of a multi-table `statement`'s `tables` and WHERE, its
-/// uncorrelated subqueries run first (once), as a SELECT's.
+/// uncorrelated subqueries run first (once), as a SELECT's. With
+/// `strict_update` (a strict multi-table UPDATE, strict from before its
+/// optimizer runs them, as MariaDB's), a warning of those subqueries is
+/// the statement's error (`EXISTS (SELECT … WHERE x = 1 + '1z')`).
 fn join_of(
     conn: &mut Conn<'_>,
     statement: &impl ast::Visit,
-    tables: Vec<ast::TableWithJoins>,
-    selection: &Option<ast::Expr>,
+    (tables, selection): (Vec<ast::TableWithJoins>, &Option<ast::Expr>),
     placeholders: &[Location],
     params: &[Val],
+    strict_update: bool,
 ) -> SqlResult<super::from::JoinFrom> {
     let select = select_of(tables, selection.clone())?;
+    let mark = conn.session.diagnostics_mark();
     super::subquery::prepare(conn, statement, 0, placeholders, Some(params))?;
+    // (Only when the subqueries left notes: before the first, the list
+    // may still be an earlier statement's.)
+    if strict_update && conn.session.warning_count() > mark.0 {
+        let first = conn.session.notes()[mark.1.min(conn.session.notes().len())..]
+            .iter()
+            .find(|n| n.level == "Warning")
+            .map(|n| SqlError::new(n.code, n.message.clone()));
+        if let Some(error) = first {
+            conn.session.rewind_diagnostics(mark);
+            return Err(error);
+        }
+    }
     super::from::join_from(conn, &select, placeholders, Some(params))
 }
 
@@ -387,7 +403,18 @@ pub(super) fn update(
         hidden,
         late: late_on,
         ..
-    } = join_of(conn, up, tables, &up.selection, placeholders, params)?;
+    } = {
+        let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
+        let strict = conn.session.sql_mode_strict() && !ignore;
+        join_of(
+            conn,
+            up,
+            (tables, &up.selection),
+            placeholders,
+            params,
+            strict,
+        )?
+    };
     let columns = spec.columns.clone();
     super::correlated::plan(conn, &up.assignments, 0, &columns, &hidden, placeholders)?;
     super::correlated::plan(conn, &up.selection, 0, &columns, &hidden, placeholders)?;
@@ -925,7 +952,14 @@ pub(super) fn delete(
         hidden,
         late: late_on,
         ..
-    } = join_of(conn, del, tables, &del.selection, placeholders, params)?;
+    } = join_of(
+        conn,
+        del,
+        (tables, &del.selection),
+        placeholders,
+        params,
+        false,
+    )?;
     let targets = delete_targets(&spec, &named)?;
     if waited_for_copies(conn, &spec, targets.iter().copied())? {
         return delete(conn, del, params, placeholders);
