@@ -1432,7 +1432,31 @@ pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Opt
         row: 1,
         tz_secs,
     };
-    to_native(v, &target, true).ok()
+    // A date no column holds (`'2024-02-30'`, which MariaDB compares
+    // as the day between 02-29 and 03-01, without a warning) is no key
+    // value nor a pushed filter's: the data node refuses it (and a
+    // TIMESTAMP's would count it as March 1). The SQL node compares it.
+    let storable = |d: &crate::value::Date| schema::Date::new(d.year, d.month, d.day).is_storable();
+    let day = match v {
+        Val::Date(d) | Val::DateTime(d, _) => Some(*d),
+        Val::Str(b)
+            if matches!(
+                column.ty,
+                SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }
+            ) =>
+        {
+            super::expr::value::parse_datetime(&String::from_utf8_lossy(b)).map(|(d, _)| d)
+        }
+        _ => None,
+    };
+    if day.is_some_and(|d| !storable(&d)) {
+        return None;
+    }
+    match to_native(v, &target, true).ok()? {
+        Value::Date(d) if !d.is_storable() => None,
+        Value::DateTime(dt) if !dt.is_valid() => None,
+        native => Some(native),
+    }
 }
 
 fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) -> SqlResult<()> {
