@@ -166,6 +166,13 @@ pub enum Func {
     /// comparator reads the left operand before it finds the right one
     /// NULL (DML seed 182: a strict write fails on it).
     NullAfterText(bool),
+    /// A comparison's text operand that is no column, before a number
+    /// (`INSERT(b, 2, 1, 'Q') < MOD(f, 0)`): its text read as the number
+    /// the comparison reads (a DECIMAL against an integer: true; else a
+    /// DOUBLE), before the other operand is evaluated, so its warning
+    /// comes first, as MariaDB's comparator reads the left operand first
+    /// (DML seed 356). Any other value passes as it is.
+    TextAsNumber(bool),
     /// A constant read once before the rows with a warning (a string
     /// compared with a number column): args the value, a site number, the
     /// warning's code and message. The first evaluation in the statement
@@ -567,6 +574,7 @@ impl Func {
             | F::NumberText
             | F::Bytes
             | F::NullAfterText(_) => arg(0),
+            F::TextAsNumber(_) => Kind::Double,
             F::BitBytes | F::BinaryLiteral => Kind::Str { collation: None },
             // The collation the strings meet in: a binary string's where it
             // is the most binding.
@@ -1281,6 +1289,10 @@ impl Func {
             }
             // The lowering gives `server_id` as the argument.
             F::UuidShort => Val::UInt(uuid_short(v.first().map_or(1, |x| ctx.num_i64(x)) as u64)),
+            F::TextAsNumber(integer) => match &v[0] {
+                Val::Str(text) => super::eval::compared_number(text, integer, ctx),
+                other => other.clone(),
+            },
             F::NullAfterText(integer) => {
                 if let (Val::Null, Val::Str(text)) = (&v[0], &v[1]) {
                     super::eval::compared_number(text, integer, ctx);

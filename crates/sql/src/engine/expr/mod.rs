@@ -1655,6 +1655,7 @@ impl<'a> Scope<'a> {
                 l = self.year_constant(&r, l);
             }
             r = self.null_after_text(&l, r);
+            l = self.text_read_first(l, &r);
             let (cast_l, cast_r) = (
                 self.char_cast_vs_integer(&l, &r),
                 self.char_cast_vs_integer(&r, &l),
@@ -2492,6 +2493,26 @@ impl<'a> Scope<'a> {
     /// any other kind is compared as a DECIMAL (`'1.1' = 1` is false).
     fn char_cast_vs_integer(&self, e: &Expr, other: &Expr) -> bool {
         matches!(e, Expr::Cast(_, CastTo::Char)) && matches!(self.kind(other), Kind::Int { .. })
+    }
+
+    /// `l`, a comparison's left operand, as `Func::TextAsNumber` when it
+    /// is text that is no column nor constant (those have their own
+    /// readings: `null_after_text`, `plan::fold_constants`) and `r` a
+    /// number: MariaDB reads the text as a number before it evaluates
+    /// `r`, so its warning comes before `r`'s (or `r`'s NULL).
+    fn text_read_first(&self, l: Expr, r: &Expr) -> Expr {
+        if matches!(l, Expr::Col(_)) || l.is_constant() || self.is_member(&l) {
+            return l;
+        }
+        if !matches!(self.kind(&l), Kind::Str { .. }) || self.char_cast_vs_integer(&l, r) {
+            return l;
+        }
+        let integer = match self.kind(r) {
+            Kind::Int { .. } => true,
+            Kind::Dec { .. } | Kind::Double => false,
+            _ => return l,
+        };
+        Expr::Func(Func::TextAsNumber(integer), vec![l])
     }
 
     /// `r`, a comparison's right operand, as `Func::NullAfterText` when it
