@@ -710,7 +710,13 @@ fn first_error_in_target_order(
             break;
         }
         let pass = match ran.cond.map_or(Ok(true), |c| c.test(&row, ctx)) {
-            Err(e) => return Some(Replayed::Condition(e)),
+            // A warning met before the error was MariaDB's error first
+            // (strict mode aborts at the warning).
+            Err(e) => {
+                return Some(Replayed::Condition(
+                    first_warning(ctx, usize::MAX).unwrap_or(e),
+                ))
+            }
             Ok(pass) => pass,
         };
         if let Some(e) = first_warning(ctx, usize::MAX) {

@@ -1656,9 +1656,11 @@ pub(crate) fn replayed_test(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<bool> {
     ctx.warnings.clear();
-    let pass = match cond {
-        Some(c) => c.test(row, ctx)?,
-        None => true,
+    let pass = match cond.map_or(Ok(true), |c| c.test(row, ctx)) {
+        // A warning met before the error was MariaDB's error first
+        // (strict mode aborts at the warning).
+        Err(e) => return Err(strict_error(ctx).unwrap_or(e)),
+        Ok(pass) => pass,
     };
     match strict_error(ctx) {
         Some(error) => Err(error),
