@@ -731,11 +731,36 @@ fn datetime_number(v: &Val) -> Option<u64> {
         Val::UInt(u) => *u,
         _ => return None,
     };
-    (n >= TIME_DATETIME_NUMBER_MIN).then_some(n)
+    (TIME_DATETIME_NUMBER_MIN..TIME_DATETIME_NUMBER_END)
+        .contains(&n)
+        .then_some(n)
 }
 
 /// The least number a TIME column reads as a date and time.
 const TIME_DATETIME_NUMBER_MIN: u64 = 10_000_000;
+/// The number from which a TIME column reads hhh…mmss again (MariaDB's
+/// `number_to_time`: past 9999-12-31 23:59:59 as a number).
+const TIME_DATETIME_NUMBER_END: u64 = 99_991_231_235_960;
+
+/// An integer read as hours, minutes and seconds (`hhh…mmss`) in
+/// microseconds, clamped to ±838:59:59 however many hours it has
+/// (`100000000000000000` is 838:59:59); None when its minutes or seconds
+/// are 60 or more, as MariaDB's `number_to_time` reads it.
+fn integer_time_clamped(v: &Val) -> Option<i64> {
+    let (negative, n) = match v {
+        Val::Int(i) => (*i < 0, u128::from(i.unsigned_abs())),
+        Val::UInt(u) => (false, u128::from(*u)),
+        _ => return None,
+    };
+    let (seconds, minutes, hours) = (n % 100, n / 100 % 100, n / 10_000);
+    if seconds >= 60 || minutes >= 60 {
+        return None;
+    }
+    let max = u128::from(TIME_MICROS_MAX / 1_000_000 * 1_000_000);
+    let micros = ((hours * 3_600 + minutes * 60 + seconds) * 1_000_000).min(max);
+    let micros = i64::try_from(micros).expect("at most 838:59:59 in microseconds");
+    Some(if negative { -micros } else { micros })
+}
 
 /// The largest TIME, 838:59:59.999999, in microseconds.
 const TIME_MICROS_MAX: u64 = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
@@ -806,7 +831,7 @@ fn adjusted_special(
             let parsed = match v {
                 // A number read as a date and time that is none: midnight.
                 _ if datetime_number(v).is_some() => None,
-                Val::Int(i) => parse_time(&i.to_string()),
+                Val::Int(_) | Val::UInt(_) => integer_time_clamped(v),
                 other => parse_time(&other.to_text()),
             };
             match parsed {
