@@ -3133,12 +3133,9 @@ fn update(
     };
     // The planning's warnings (a key's constant the range optimizer read)
     // are listed before the error of a statement that fails, as MariaDB's.
+    // (The rows' own warnings are dropped: one of them is the error.)
     let planned_before_error = |conn: &mut Conn<'_>, ctx: &mut Ctx<'_>| {
-        let mut at = 0;
-        ctx.warnings.retain(|(code, _)| {
-            at += 1;
-            at <= planned_warnings || code & crate::engine::expr::eval::PLANNED_BIT != 0
-        });
+        rows_warnings(&mut ctx.warnings, planned_warnings);
         keep_warnings(conn, ctx);
     };
     let (rows, tx) = match evaluated {
