@@ -3709,6 +3709,11 @@ fn aggregate(
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Val>)>> {
     let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
     let stored = groups_through_table(p);
+    // MariaDB returns the groups in GROUP BY order when no ORDER BY names
+    // another (`ORDER BY NULL` names none), so a LIMIT takes the first
+    // groups; WITH ROLLUP orders its rows itself.
+    let sorted = !p.group.is_empty() && p.order.is_empty() && rolled.is_none() && !p.rollup;
+    let mut group_values: Vec<Vec<Val>> = Vec::new();
     let mut index: KeyMap<Vec<u8>, usize> = KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     let mut rollup = rolled.map(|r| Rollup::new(p, r));
@@ -3746,11 +3751,28 @@ fn aggregate(
                     )));
                 }
                 groups.push((row.clone(), fresh.clone()));
+                if sorted {
+                    group_values.push(key_values);
+                }
                 index.insert(key, groups.len() - 1);
                 groups.len() - 1
             }
         };
         add_to_group(p, &mut groups[at].1, &row, stored, ctx)?;
+    }
+    if sorted {
+        let mut at: Vec<usize> = (0..groups.len()).collect();
+        at.sort_by(|x, y| {
+            let (x, y) = (&group_values[*x], &group_values[*y]);
+            x.iter()
+                .zip(y)
+                .zip(&p.group_collations)
+                .map(|((a, b), c)| order_cmp(a, b, *c))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+        });
+        let mut taken: Vec<Option<(Vec<Val>, Vec<AggState>)>> = groups.into_iter().map(Some).collect();
+        groups = at.into_iter().filter_map(|i| taken[i].take()).collect();
     }
     if groups.is_empty() && p.group.is_empty() {
         let width = p.source.len();
@@ -3991,14 +4013,34 @@ fn groups_through_table(p: &Planned) -> bool {
         return false;
     }
     let sorted = p.rollup || p.aggs.iter().any(|a| a.distinct || a.concat.is_some());
+    // MariaDB drops a GROUP BY column that WHERE (or HAVING, its part on
+    // the GROUP BY's columns pushed into WHERE) sets equal to a constant;
+    // with none left the rows make one group, not through the table.
+    let fixed: Vec<usize> = p
+        .cond
+        .iter()
+        .chain(&p.having)
+        .flat_map(Expr::conjuncts)
+        .filter_map(|c| match c {
+            Expr::Cmp(expr::CmpOp::Eq | expr::CmpOp::NullSafeEq, a, b, _) => match (&**a, &**b) {
+                (Expr::Col(x), o) | (o, Expr::Col(x)) if o.is_constant() => Some(*x),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
     let grouped: Option<Vec<usize>> = p
         .group
         .iter()
+        .filter(|g| !matches!(g, Expr::Col(c) if fixed.contains(c)))
         .map(|g| match g {
             Expr::Col(c) => Some(*c),
             _ => None,
         })
         .collect();
+    if grouped.as_ref().is_some_and(Vec::is_empty) {
+        return false;
+    }
     // The table read first, its hints, the GROUP BY's columns in it (None:
     // not only columns), and the condition that may pick its key.
     let (table, hints, grouped, cond) = match (&p.table, &p.join) {
@@ -4018,6 +4060,21 @@ fn groups_through_table(p: &Planned) -> bool {
             let t = &spec.tables[at];
             let first = !t.outer && t.after.is_empty() && t.rows.is_none() && t.semi.is_none();
             if !first || grouped.iter().any(|c| of(*c) != Some(at)) {
+                return true;
+            }
+            // A table no key reaches is joined through a buffer (MariaDB's
+            // BNL), which loses the first table's order.
+            let conds: Vec<&Expr> = p
+                .cond
+                .iter()
+                .chain(&spec.inner_on)
+                .flat_map(Expr::conjuncts)
+                .collect();
+            let buffered = spec.tables.iter().enumerate().any(|(j, o)| {
+                let on: Vec<&Expr> = o.on.iter().flat_map(Expr::conjuncts).collect();
+                j != at && o.rows.is_none() && o.semi.is_none() && !reached_by_key(spec, j, &conds, &on)
+            });
+            if buffered {
                 return true;
             }
             let own = grouped.iter().map(|c| c - t.offset).collect();
@@ -4074,6 +4131,29 @@ fn groups_through_table(p: &Planned) -> bool {
         _ => false,
     };
     cond.is_some_and(|c| c.conjuncts().into_iter().any(bounds))
+}
+
+/// Whether an equality of another table's column with the first column of
+/// one of table `j`'s keys (that its hints allow) lets the join read `j`
+/// by key: MariaDB's ref and eq_ref access.
+fn reached_by_key(spec: &JoinSpec, j: usize, conds: &[&Expr], on: &[&Expr]) -> bool {
+    let t = &spec.tables[j];
+    let mine = |c: usize| t.offset <= c && c < t.offset + t.table.columns.len();
+    let def = t.table.native.def();
+    let firsts: Vec<usize> = std::iter::once(&def.primary_key)
+        .chain(def.indexes.iter().filter(|i| t.hints.usable(&t.table, &i.name)).map(|i| &i.columns))
+        .filter_map(|k| k.first().and_then(|n| t.table.sql_column(*n)))
+        .map(|c| c + t.offset)
+        .collect();
+    conds.iter().chain(on).any(|e| match e {
+        Expr::Cmp(expr::CmpOp::Eq | expr::CmpOp::NullSafeEq, a, b, _) => match (&**a, &**b) {
+            (Expr::Col(x), Expr::Col(y)) => {
+                (firsts.contains(x) && !mine(*y)) || (firsts.contains(y) && !mine(*x))
+            }
+            _ => false,
+        },
+        _ => false,
+    })
 }
 
 /// Adds `row` to the aggregate states of its group; with `stored`, a SUM's
