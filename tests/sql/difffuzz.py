@@ -301,7 +301,8 @@ class Gen:
                 having = " HAVING COUNT(*) > %d" % rng.randint(0, 2)
             sql = "SELECT %s FROM %s%s GROUP BY %s%s" % (", ".join(items), source, where,
                                                           ", ".join(keys), having)
-            return sql, False
+            # Without ORDER BY the groups come in GROUP BY order.
+            return sql, True
         if rng.random() < 0.1:
             # A UNION of two or three selects whose columns may differ in
             # type (numbers, strings, dates, NULL): the result's type is

@@ -253,6 +253,16 @@ fn plan_query_body(
                     kind: p.kinds[at],
                     nullable: p.nullable[at],
                     coercibility: p.coercibility[at],
+                    literal_digits: match p.items.get(at) {
+                        Some(Expr::Lit(Val::Int(v))) => {
+                            Some(v.unsigned_abs().checked_ilog10().map_or(1, |l| l + 1))
+                        }
+                        Some(Expr::Lit(Val::UInt(v))) => {
+                            Some(v.checked_ilog10().map_or(1, |l| l + 1))
+                        }
+                        Some(Expr::Lit(Val::Dec(d))) => Some(d.int_digits()),
+                        _ => None,
+                    },
                 })
                 .collect();
             let column = union::column(&arms);
@@ -3771,7 +3781,8 @@ fn aggregate(
                 .find(|o| o.is_ne())
                 .unwrap_or(Ordering::Equal)
         });
-        let mut taken: Vec<Option<(Vec<Val>, Vec<AggState>)>> = groups.into_iter().map(Some).collect();
+        let mut taken: Vec<Option<(Vec<Val>, Vec<AggState>)>> =
+            groups.into_iter().map(Some).collect();
         groups = at.into_iter().filter_map(|i| taken[i].take()).collect();
     }
     if groups.is_empty() && p.group.is_empty() {
@@ -4072,7 +4083,10 @@ fn groups_through_table(p: &Planned) -> bool {
                 .collect();
             let buffered = spec.tables.iter().enumerate().any(|(j, o)| {
                 let on: Vec<&Expr> = o.on.iter().flat_map(Expr::conjuncts).collect();
-                j != at && o.rows.is_none() && o.semi.is_none() && !reached_by_key(spec, j, &conds, &on)
+                j != at
+                    && o.rows.is_none()
+                    && o.semi.is_none()
+                    && !reached_by_key(spec, j, &conds, &on)
             });
             if buffered {
                 return true;
@@ -4141,7 +4155,12 @@ fn reached_by_key(spec: &JoinSpec, j: usize, conds: &[&Expr], on: &[&Expr]) -> b
     let mine = |c: usize| t.offset <= c && c < t.offset + t.table.columns.len();
     let def = t.table.native.def();
     let firsts: Vec<usize> = std::iter::once(&def.primary_key)
-        .chain(def.indexes.iter().filter(|i| t.hints.usable(&t.table, &i.name)).map(|i| &i.columns))
+        .chain(
+            def.indexes
+                .iter()
+                .filter(|i| t.hints.usable(&t.table, &i.name))
+                .map(|i| &i.columns),
+        )
         .filter_map(|k| k.first().and_then(|n| t.table.sql_column(*n)))
         .map(|c| c + t.offset)
         .collect();

@@ -432,13 +432,15 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
             CastTo::Unsigned => Kind::Int { unsigned: true },
-            CastTo::Char | CastTo::FixedChar(_) | CastTo::DoubleChar | CastTo::FloatChar => {
-                Kind::Str {
-                    collation: Some(Collation::Utf8mb4GeneralCi),
-                }
-            }
+            CastTo::Char
+            | CastTo::FixedChar(_)
+            | CastTo::DoubleChar
+            | CastTo::FloatChar
+            | CastTo::ClippedChar(_) => Kind::Str {
+                collation: Some(Collation::Utf8mb4GeneralCi),
+            },
             CastTo::Binary => Kind::Str { collation: None },
-            CastTo::Decimal(_, s) => Kind::Dec { scale: *s },
+            CastTo::Decimal(_, s) | CastTo::ClippedDecimal(_, s) => Kind::Dec { scale: *s },
             CastTo::Date => Kind::Date,
             CastTo::DateTime(fsp) => Kind::DateTime { fsp: *fsp },
             CastTo::Time(fsp) => Kind::Time { fsp: *fsp },
@@ -517,7 +519,8 @@ pub fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
             | CastTo::Char
             | CastTo::FixedChar(_)
             | CastTo::DoubleChar
-            | CastTo::FloatChar,
+            | CastTo::FloatChar
+            | CastTo::ClippedChar(_),
         ) => COERCIBILITY_IMPLICIT,
         Expr::Col(_) | Expr::InsertValue(_) | Expr::Agg(_) | Expr::Win(_) | Expr::Sub(_) => {
             match kind(e, scope) {
@@ -1830,6 +1833,12 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
         }
         CastTo::Char => Val::str(v.to_text()),
+        CastTo::ClippedChar(chars) => {
+            let mut text = v.to_text();
+            // A number's text is ASCII: characters are bytes.
+            text.truncate(usize::try_from(*chars).unwrap_or(usize::MAX));
+            Val::str(text)
+        }
         CastTo::FloatChar => match v {
             Val::Double(f) => {
                 let mut text = Vec::new();
@@ -1874,6 +1883,17 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             fixed_double(f, fixed, ctx)
         }
         CastTo::Decimals(_) => v,
+        &CastTo::ClippedDecimal(p, s) => {
+            // Its numbers fit a decimal of 65 digits at s: no warning.
+            let wide = CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, s);
+            match cast(v, &wide, ctx)? {
+                Val::Dec(d) => {
+                    let max = value::pow10(p) - 1i128;
+                    Val::Dec(Dec::new(d.mantissa.clamp(-max, max), s))
+                }
+                other => other,
+            }
+        }
         &CastTo::Decimal(p, s) => {
             // p is at most 65 (cast_to refuses more).
             let max = value::pow10(p) - 1i128;

@@ -876,7 +876,9 @@ impl Func {
             | F::UnixTimestamp => false,
             F::Uuid | F::Rand | F::IsNull | F::Field => false,
             F::RandSeeded | F::Pi | F::Quote | F::UuidShort | F::IsIpv4 | F::IsIpv6 => false,
-            F::Database | F::If | F::NullIf | F::Coalesce | F::IfNull => true,
+            F::Database | F::If | F::NullIf => true,
+            // NULL only when every argument is.
+            F::Coalesce | F::IfNull => args.all(|n| n),
             F::Concat | F::Upper | F::Lower | F::Length | F::CharLength | F::Abs => args.any(|n| n),
             // LAST_INSERT_ID(expr) is NULL where expr is.
             F::LastInsertId => args.any(|n| n),

@@ -462,6 +462,16 @@ pub enum CastTo {
     /// is '3.40282e38', not the double's 17 digits): made by the
     /// lowering, never written.
     FloatChar,
+    /// An integer's or DECIMAL's text in a UNION's text column of this
+    /// many characters, cut past them without a warning as MariaDB's
+    /// temporary table column holds it (`1/3 UNION 'a'` is '0.33333', the
+    /// column as long as 1/3's 7): made by the planner, never written.
+    ClippedChar(u32),
+    /// An integer or DECIMAL in a UNION's DECIMAL column of these digits
+    /// and scale, held at the column's end past them without a warning,
+    /// as MariaDB's temporary table column holds it (`2.5 UNION
+    /// BIT_COUNT(-1)` is 9.9): made by the planner, never written.
+    ClippedDecimal(u8, u8),
 }
 
 /// `CAST(x AS DOUBLE(M,D))`: see [`CastTo::FixedDouble`].
@@ -3130,35 +3140,208 @@ impl<'a> Scope<'a> {
             Expr::Col(c) => {
                 let c = self.columns.get(*c)?;
                 let (length, decimals) = (c.meta.length, u32::from(c.meta.decimals));
+                let sign = u32::from(c.meta.flags & flags::UNSIGNED == 0);
                 match c.kind {
                     // Digits, a sign and a point when it has decimals.
                     Kind::Dec { .. } => Some((
-                        length.saturating_sub(decimals + u32::from(decimals > 0) + 1),
+                        length.saturating_sub(decimals + u32::from(decimals > 0) + sign),
                         decimals,
                     )),
-                    Kind::Int { .. } => Some((length, 0)),
+                    Kind::Int { .. } => Some((length.saturating_sub(sign).max(1), 0)),
                     _ => None,
                 }
             }
             Expr::Neg(a) => self.decimal_digits(a),
-            Expr::Arith(op @ (Arith::Add | Arith::Sub | Arith::Mul), a, b, _) => {
+            Expr::Func(Func::Abs, args) => self.decimal_digits(args.first()?),
+            Expr::Func(Func::Mod, args) => {
+                let ((wa, sa), (wb, sb)) = (
+                    self.decimal_digits(args.first()?)?,
+                    self.decimal_digits(args.get(1)?)?,
+                );
+                Some((wa.max(wb), sa.max(sb)))
+            }
+            // An integer alternative among decimals (`align_alternatives`)
+            // keeps its own digits.
+            Expr::Cast(a, CastTo::Decimal(p, 0))
+                if u32::from(*p) == value::DECIMAL_DIGITS_MAX
+                    && matches!(self.kind(a), Kind::Int { .. }) =>
+            {
+                self.decimal_digits(a)
+            }
+            Expr::Arith(op, a, b, _) => {
                 let ((wa, sa), (wb, sb)) = (self.decimal_digits(a)?, self.decimal_digits(b)?);
                 Some(match op {
                     Arith::Mul => (wa + wb, sa + sb),
-                    _ => (wa.max(wb) + 1, sa.max(sb)),
+                    Arith::Add | Arith::Sub => (wa.max(wb) + 1, sa.max(sb)),
+                    // The dividend's whole digits and the divisor's
+                    // decimals (`div_precision_increment` more decimals:
+                    // the kind's scale has them).
+                    Arith::Div => (wa + sb, self.scale_of(e).unwrap_or(sa)),
+                    Arith::IntDiv | Arith::UnsignedIntDiv => (wa, 0),
+                    Arith::Mod => (wa.max(wb), sa.max(sb)),
                 })
             }
             Expr::Cast(_, CastTo::Decimal(p, s)) => {
                 Some((u32::from(*p).saturating_sub(u32::from(*s)), u32::from(*s)))
+            }
+            // ROUND may carry a digit into the whole part; TRUNCATE not.
+            Expr::Func(f @ (Func::Round | Func::Truncate), args)
+                if matches!(self.kind(e), Kind::Dec { .. }) =>
+            {
+                let (whole, _) = self.decimal_digits(args.first()?)?;
+                let Kind::Dec { scale } = self.kind(e) else {
+                    return None;
+                };
+                Some((whole + u32::from(*f == Func::Round), u32::from(scale)))
+            }
+            // A choice among values: the widest whole part and scale.
+            Expr::Func(
+                Func::Coalesce | Func::IfNull | Func::Greatest(_) | Func::Least(_),
+                args,
+            ) => self.widest_digits(args.iter()),
+            Expr::Func(Func::If, args) => self.widest_digits(args.iter().skip(1)),
+            Expr::Func(Func::NullIf, args) => self.decimal_digits(args.first()?),
+            Expr::Case(_, arms, otherwise) => {
+                self.widest_digits(arms.iter().map(|(_, v)| v).chain(otherwise.as_deref()))
             }
             Expr::Agg(_) => {
                 let spec = self.agg_of(e)?;
                 let (whole, scale) = self.decimal_digits(spec.arg.as_ref()?)?;
                 match spec.func {
                     AggFn::Sum => Some((whole + SUM_WHOLE_DIGITS_MORE, scale)),
-                    AggFn::Avg | AggFn::Min | AggFn::Max => Some((whole, scale)),
+                    AggFn::Avg => Some((whole, self.scale_of(e).unwrap_or(scale))),
+                    AggFn::Min | AggFn::Max => Some((whole, scale)),
                     _ => None,
                 }
+            }
+            _ => None,
+        }
+    }
+
+    /// A DECIMAL expression's scale (its kind's).
+    fn scale_of(&self, e: &Expr) -> Option<u32> {
+        match self.kind(e) {
+            Kind::Dec { scale } => Some(u32::from(scale)),
+            _ => None,
+        }
+    }
+
+    /// The widest whole part and scale of the values (a NULL literal
+    /// takes no room); None when one is not known.
+    fn widest_digits<'e>(&self, values: impl Iterator<Item = &'e Expr>) -> Option<(u32, u32)> {
+        let mut widest = None;
+        for v in values.filter(|v| !matches!(v, Expr::Lit(Val::Null))) {
+            let (w, s) = self.decimal_digits(v)?;
+            let (mw, ms) = widest.unwrap_or((0, 0));
+            widest = Some((w.max(mw), s.max(ms)));
+        }
+        widest
+    }
+
+    /// MariaDB's column type and length of a computed integer (its
+    /// `max_length`): a sum's or product's from its operands' digits and
+    /// a sign, a negation one character more than its operand, DIV the
+    /// dividend's whole digits, MIN and MAX and a choice among values
+    /// (COALESCE, IF, CASE, GREATEST, NULLIF) the widest of them, a CAST
+    /// to an integer its argument's length. None where it is not known
+    /// here (MySQL's 21 then).
+    fn int_meta(&self, e: &Expr, unsigned: bool) -> Option<(ColumnType, u32)> {
+        let sign = u32::from(!unsigned);
+        // MariaDB's `type_handler_long_or_longlong`.
+        let sized = |length: u32| {
+            let long = if unsigned {
+                length < INT_DISPLAY_DIGITS_MAX
+            } else {
+                length < INT_DISPLAY_DIGITS_MAX - 1
+            };
+            Some((
+                if long {
+                    ColumnType::Long
+                } else {
+                    ColumnType::LongLong
+                },
+                length,
+            ))
+        };
+        let widest = |values: &mut dyn Iterator<Item = &Expr>| {
+            let mut out: Option<(ColumnType, u32)> = None;
+            for v in values.filter(|v| !matches!(v, Expr::Lit(Val::Null))) {
+                if !matches!(self.kind(v), Kind::Int { .. }) {
+                    return None;
+                }
+                let m = self.meta(v, "");
+                let length = self.decimal_digits(v)?.0 + sign;
+                let rank = |t: ColumnType| match t {
+                    ColumnType::Tiny => 1,
+                    ColumnType::Short => 2,
+                    ColumnType::Int24 => 3,
+                    ColumnType::Long => 4,
+                    _ => 5,
+                };
+                out = Some(match out {
+                    None => (m.ty, length),
+                    Some((t, l)) => (if rank(m.ty) > rank(t) { m.ty } else { t }, l.max(length)),
+                });
+            }
+            out
+        };
+        match e {
+            Expr::Col(_) | Expr::Lit(_) => None,
+            Expr::Neg(a) => sized(self.meta(a, "").length + 1),
+            Expr::Func(Func::Abs, args) => sized(self.meta(args.first()?, "").length),
+            Expr::Func(Func::Mod, _) => sized(self.decimal_digits(e)?.0 + sign),
+            // ROUND of an integer to a place left of the point may carry
+            // a digit; else it is its argument.
+            Expr::Func(Func::Round | Func::Truncate, args) => {
+                let m = self.meta(args.first()?, "");
+                match args.get(1) {
+                    None | Some(Expr::Lit(Val::Int(0..) | Val::UInt(_))) => Some((m.ty, m.length)),
+                    Some(_) => sized(m.length + 1),
+                }
+            }
+            Expr::Arith(Arith::IntDiv | Arith::UnsignedIntDiv, a, _, _) => {
+                // An INT up to 9 digits, signed or not.
+                let length = self.decimal_digits(a)?.0.min(INT64_DIGITS_MAX);
+                let long = length < INT_DISPLAY_DIGITS_MAX - 1;
+                Some((
+                    if long {
+                        ColumnType::Long
+                    } else {
+                        ColumnType::LongLong
+                    },
+                    length,
+                ))
+            }
+            Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, ..) => {
+                sized(self.decimal_digits(e)?.0 + sign)
+            }
+            // Its argument's characters, at most a BIGINT's 21.
+            Expr::Cast(a, CastTo::Signed) => {
+                let m = self.meta(a, "");
+                let chars = match self.kind(a) {
+                    Kind::Str { .. } if m.charset != charset::BINARY => m.length / 4,
+                    _ => m.length,
+                };
+                sized(chars.min(INT64_DIGITS_MAX))
+            }
+            Expr::Agg(_) => {
+                let spec = self.agg_of(e)?;
+                match spec.func {
+                    AggFn::Min | AggFn::Max => {
+                        let m = self.meta(spec.arg.as_ref()?, "");
+                        Some((m.ty, m.length))
+                    }
+                    _ => None,
+                }
+            }
+            Expr::Func(
+                Func::Coalesce | Func::IfNull | Func::Greatest(_) | Func::Least(_),
+                args,
+            ) => widest(&mut args.iter()),
+            Expr::Func(Func::If, args) => widest(&mut args.iter().skip(1)),
+            Expr::Func(Func::NullIf, args) => widest(&mut args.iter().take(1)),
+            Expr::Case(_, arms, otherwise) => {
+                widest(&mut arms.iter().map(|(_, v)| v).chain(otherwise.as_deref()))
             }
             _ => None,
         }
@@ -3448,6 +3631,9 @@ const SUM_WHOLE_DIGITS_MORE: u32 = 22;
 /// an integer result shorter than this is an INT, else a BIGINT.
 const INT_DISPLAY_DIGITS_MAX: u32 = 11;
 
+/// MariaDB's most digits of a DIV's result (`MY_INT64_NUM_DECIMAL_DIGITS`).
+const INT64_DIGITS_MAX: u32 = 21;
+
 /// The column type and length MariaDB gives an integer function's or a
 /// condition's result (its `max_length`: `MONTH(d)` is an INT of 2,
 /// `LENGTH(s)` of 10, `a = b` of 1); None: another expression.
@@ -3544,12 +3730,27 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             m
         }
         Kind::Int { unsigned } => {
-            // A literal's own digits; a function's or a condition's type
-            // and length as MariaDB gives them; MySQL's 21 for another
+            // A literal's own digits (an INT up to 9 of them); a
+            // function's, a condition's or a computation's type and
+            // length as MariaDB gives them; MySQL's 21 for another
             // computed BIGINT.
-            let (ty, length) = match int_result_meta(e) {
-                Some(known) => known,
-                None => (ColumnType::LongLong, length_of_lit(e).unwrap_or(21)),
+            let (ty, length) = match (int_result_meta(e), length_of_lit(e)) {
+                (Some(known), _) => known,
+                (None, Some(chars)) => {
+                    let long =
+                        chars < INT_DISPLAY_DIGITS_MAX - 1 && !matches!(e, Expr::Lit(Val::UInt(_)));
+                    (
+                        if long {
+                            ColumnType::Long
+                        } else {
+                            ColumnType::LongLong
+                        },
+                        chars,
+                    )
+                }
+                (None, None) => scope
+                    .int_meta(e, unsigned)
+                    .unwrap_or((ColumnType::LongLong, 21)),
             };
             let mut m = ColumnMeta::expr("", ty, charset::BINARY, length);
             m.flags = flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
@@ -3560,7 +3761,15 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                 Expr::Lit(Val::Dec(d)) => {
                     d.int_digits() + u32::from(d.scale) + u32::from(d.scale > 0) + 1
                 }
-                _ => int_val_length.unwrap_or(65 + u32::from(scale > 0) + 1),
+                // A negation is one character longer than its operand
+                // (its digits the same).
+                Expr::Neg(a) if int_val_length.is_none() => scope.meta(a, "").length + 1,
+                // Its digits as MariaDB counts them, at most 65, a point
+                // and a sign.
+                _ => int_val_length.unwrap_or_else(|| {
+                    let whole = scope.decimal_digits(e).map_or(65, |(w, _)| w);
+                    (whole + u32::from(scale)).min(65) + u32::from(scale > 0) + 1
+                }),
             };
             let mut m = ColumnMeta::expr("", ColumnType::NewDecimal, charset::BINARY, length);
             m.flags = flags::BINARY | flags::NUM;

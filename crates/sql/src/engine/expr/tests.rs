@@ -263,7 +263,7 @@ fn warnings_and_errors_as_mariadb() {
 #[test]
 fn result_metadata_as_mysql() {
     let (_, m) = lower_select("1").expect("lowers");
-    assert_eq!(m.ty, ColumnType::LongLong);
+    assert_eq!(m.ty, ColumnType::Long);
     assert_eq!(m.length, 1);
     assert_eq!(m.charset, 63);
     assert_eq!(m.flags, flags::NOT_NULL | flags::BINARY | flags::NUM);

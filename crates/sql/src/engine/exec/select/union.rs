@@ -19,6 +19,25 @@ pub(super) struct Arm<'a> {
     pub nullable: bool,
     /// Its coercibility (`eval::coercibility`).
     pub coercibility: u8,
+    /// A number literal's whole digits (its length has no sign when it
+    /// is positive; an expression's and a column's always has).
+    pub literal_digits: Option<u32>,
+}
+
+/// An integer or DECIMAL arm's whole digits, as MariaDB counts them
+/// (its length less a sign, a point and the decimals).
+fn whole_digits(a: &Arm<'_>) -> u32 {
+    if let Some(digits) = a.literal_digits {
+        return digits;
+    }
+    let signed = a.meta.flags & flags::UNSIGNED == 0;
+    let length = a.meta.length.saturating_sub(u32::from(signed));
+    match a.kind {
+        Kind::Dec { scale } => length
+            .saturating_sub(u32::from(scale))
+            .saturating_sub(u32::from(scale > 0)),
+        _ => length,
+    }
 }
 
 /// A UNION's column: its metadata (the first SELECT's names), kind,
@@ -44,7 +63,12 @@ pub(super) fn column(arms: &[Arm<'_>]) -> Column {
     let mut meta = arms[0].meta.clone();
     let kind = match typed.as_slice() {
         [] => Kind::Null,
-        [one, rest @ ..] if rest.iter().all(|a| same_type(a, one)) => {
+        // Numbers' lengths are their digits and a sign (`1 UNION 2` is 2
+        // long), as the rules below give them.
+        [one, rest @ ..]
+            if rest.iter().all(|a| same_type(a, one))
+                && !matches!(one.kind, Kind::Int { .. } | Kind::Dec { .. }) =>
+        {
             // The common case: one type (a table's column in every arm).
             retype(&mut meta, one.meta);
             meta.length = typed.iter().map(|a| a.meta.length).max().unwrap_or(0);
@@ -66,7 +90,22 @@ pub(super) fn column(arms: &[Arm<'_>]) -> Column {
     } else {
         meta.flags |= flags::NOT_NULL;
     }
-    let casts = arms.iter().map(|a| cast(a, kind)).collect();
+    // A text column's characters (a number's text is cut to them).
+    let chars = if meta.charset == charset::BINARY {
+        meta.length
+    } else {
+        meta.length / UTF8MB4_BYTES_PER_CHAR
+    };
+    // A DECIMAL column's digits (an arm's number is held to them).
+    let precision = meta
+        .length
+        .saturating_sub(u32::from(meta.decimals > 0))
+        .saturating_sub(u32::from(meta.flags & flags::UNSIGNED == 0));
+    let precision = precision.clamp(1, value::DECIMAL_DIGITS_MAX) as u8;
+    let casts = arms
+        .iter()
+        .map(|a| cast(a, kind, chars, precision))
+        .collect();
     Column {
         meta,
         kind,
@@ -96,8 +135,10 @@ fn all_unsigned(typed: &[&Arm<'_>]) -> bool {
     typed.iter().all(|a| a.meta.flags & flags::UNSIGNED != 0)
 }
 
+/// A number column's flags: MariaDB's UNION result has no BINARY flag on
+/// it, where a computed number's has.
 fn numeric_flags(unsigned: bool) -> u16 {
-    flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 }
+    flags::NUM | if unsigned { flags::UNSIGNED } else { 0 }
 }
 
 /// Integers: the widest type, signed unless every arm is unsigned. A
@@ -126,7 +167,14 @@ fn integer(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
     }
     let widest = typed.iter().map(|a| a.meta.ty).max_by_key(|t| rank(*t));
     meta.ty = widest.unwrap_or(T::LongLong);
-    meta.length = typed.iter().map(|a| a.meta.length).max().unwrap_or(20);
+    // The most digits and a sign.
+    let digits = typed
+        .iter()
+        .map(|a| whole_digits(a))
+        .max()
+        .unwrap_or(20)
+        .max(1);
+    meta.length = digits + u32::from(!unsigned);
     if !unsigned && typed.iter().any(|a| a.meta.flags & flags::UNSIGNED != 0) {
         // An unsigned one's range needs the next wider signed type: a
         // BIGINT is wide enough for every one but BIGINT's.
@@ -168,22 +216,12 @@ fn decimal(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
         })
         .max()
         .unwrap_or(0);
-    let int_digits = |a: &&Arm<'_>| {
-        let signed = a.meta.flags & flags::UNSIGNED == 0;
-        let length = a.meta.length;
-        match a.kind {
-            // A DECIMAL's display length holds a sign when signed.
-            Kind::Dec { scale } => length
-                .saturating_sub(u32::from(scale))
-                .saturating_sub(u32::from(scale > 0))
-                .saturating_sub(u32::from(signed)),
-            // A table's signed integer column's does too (INT's 11); an
-            // integer expression's is its digits (`2` is one character).
-            _ if signed && !a.meta.org_name.is_empty() => length.saturating_sub(1),
-            _ => length,
-        }
-    };
-    let int = typed.iter().map(int_digits).max().unwrap_or(1).max(1);
+    let int = typed
+        .iter()
+        .map(|a| whole_digits(a))
+        .max()
+        .unwrap_or(1)
+        .max(1);
     let precision = (int + u32::from(scale)).min(value::DECIMAL_DIGITS_MAX);
     meta.ty = T::NewDecimal;
     meta.charset = charset::BINARY;
@@ -274,7 +312,7 @@ fn string(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
 }
 
 /// The cast that brings an arm's values to a column of kind `to`.
-fn cast(arm: &Arm<'_>, to: Kind) -> Option<CastTo> {
+fn cast(arm: &Arm<'_>, to: Kind, chars: u32, precision: u8) -> Option<CastTo> {
     if arm.kind == to || arm.kind == Kind::Null {
         return None;
     }
@@ -282,7 +320,7 @@ fn cast(arm: &Arm<'_>, to: Kind) -> Option<CastTo> {
         Kind::Int { unsigned: false } => Some(CastTo::Signed),
         Kind::Dec { scale } => match arm.kind {
             Kind::Dec { scale: s } if s == scale => None,
-            _ => Some(CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, scale)),
+            _ => Some(CastTo::ClippedDecimal(precision, scale)),
         },
         Kind::Double => Some(CastTo::Double),
         Kind::DateTime { fsp } => match arm.kind {
@@ -294,6 +332,7 @@ fn cast(arm: &Arm<'_>, to: Kind) -> Option<CastTo> {
         Kind::Str { .. } => match arm.kind {
             Kind::Str { .. } => None,
             Kind::Double => Some(CastTo::DoubleChar),
+            Kind::Int { .. } | Kind::Dec { .. } => Some(CastTo::ClippedChar(chars)),
             _ => Some(CastTo::Char),
         },
         Kind::Int { unsigned: true } | Kind::Null | Kind::Date | Kind::Time { .. } => None,
