@@ -3247,22 +3247,7 @@ impl<'a> Scope<'a> {
     /// here (MySQL's 21 then).
     fn int_meta(&self, e: &Expr, unsigned: bool) -> Option<(ColumnType, u32)> {
         let sign = u32::from(!unsigned);
-        // MariaDB's `type_handler_long_or_longlong`.
-        let sized = |length: u32| {
-            let long = if unsigned {
-                length < INT_DISPLAY_DIGITS_MAX
-            } else {
-                length < INT_DISPLAY_DIGITS_MAX - 1
-            };
-            Some((
-                if long {
-                    ColumnType::Long
-                } else {
-                    ColumnType::LongLong
-                },
-                length,
-            ))
-        };
+        let sized = |length: u32| Some((long_or_longlong(length, unsigned), length));
         let widest = |values: &mut dyn Iterator<Item = &Expr>| {
             let mut out: Option<(ColumnType, u32)> = None;
             for v in values.filter(|v| !matches!(v, Expr::Lit(Val::Null))) {
@@ -3292,25 +3277,19 @@ impl<'a> Scope<'a> {
             Expr::Func(Func::Mod, _) => sized(self.decimal_digits(e)?.0 + sign),
             // ROUND of an integer to a place left of the point may carry
             // a digit; else it is its argument.
-            Expr::Func(Func::Round | Func::Truncate, args) => {
+            Expr::Func(f @ (Func::Round | Func::Truncate), args) => {
                 let m = self.meta(args.first()?, "");
                 match args.get(1) {
-                    None | Some(Expr::Lit(Val::Int(0..) | Val::UInt(_))) => Some((m.ty, m.length)),
-                    Some(_) => sized(m.length + 1),
+                    Some(Expr::Lit(Val::Int(..0))) | Some(Expr::Param(_)) if *f == Func::Round => {
+                        sized(m.length + 1)
+                    }
+                    _ => Some((m.ty, m.length)),
                 }
             }
             Expr::Arith(Arith::IntDiv | Arith::UnsignedIntDiv, a, _, _) => {
                 // An INT up to 9 digits, signed or not.
                 let length = self.decimal_digits(a)?.0.min(INT64_DIGITS_MAX);
-                let long = length < INT_DISPLAY_DIGITS_MAX - 1;
-                Some((
-                    if long {
-                        ColumnType::Long
-                    } else {
-                        ColumnType::LongLong
-                    },
-                    length,
-                ))
+                Some((long_or_longlong(length, false), length))
             }
             Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, ..) => {
                 sized(self.decimal_digits(e)?.0 + sign)
@@ -3634,6 +3613,17 @@ const INT_DISPLAY_DIGITS_MAX: u32 = 11;
 /// MariaDB's most digits of a DIV's result (`MY_INT64_NUM_DECIMAL_DIGITS`).
 const INT64_DIGITS_MAX: u32 = 21;
 
+/// MariaDB's `type_handler_long_or_longlong`: an integer of this many
+/// characters is an INT up to 9 (10 unsigned), else a BIGINT.
+fn long_or_longlong(length: u32, unsigned: bool) -> ColumnType {
+    let most = INT_DISPLAY_DIGITS_MAX - 1 + u32::from(unsigned);
+    if length < most {
+        ColumnType::Long
+    } else {
+        ColumnType::LongLong
+    }
+}
+
 /// The column type and length MariaDB gives an integer function's or a
 /// condition's result (its `max_length`: `MONTH(d)` is an INT of 2,
 /// `LENGTH(s)` of 10, `a = b` of 1); None: another expression.
@@ -3737,16 +3727,12 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             let (ty, length) = match (int_result_meta(e), length_of_lit(e)) {
                 (Some(known), _) => known,
                 (None, Some(chars)) => {
-                    let long =
-                        chars < INT_DISPLAY_DIGITS_MAX - 1 && !matches!(e, Expr::Lit(Val::UInt(_)));
-                    (
-                        if long {
-                            ColumnType::Long
-                        } else {
-                            ColumnType::LongLong
-                        },
-                        chars,
-                    )
+                    // One past BIGINT's range is a BIGINT UNSIGNED.
+                    let ty = match e {
+                        Expr::Lit(Val::UInt(_)) => ColumnType::LongLong,
+                        _ => long_or_longlong(chars, false),
+                    };
+                    (ty, chars)
                 }
                 (None, None) => scope
                     .int_meta(e, unsigned)
