@@ -245,13 +245,58 @@ const MARIADB_NUMBER_METADATA: &[(&str, MyType, u32, u8)] = &[
     ("u DIV 2", MyType::LongLong, 10, 0),
 ];
 
+/// Text results' types and lengths in bytes, as MariaDB 10.11 gives them
+/// to a utf8mb4 connection (its `max_length`: characters × 4, a binary
+/// string's bytes), recorded as [`MARIADB_NUMBER_METADATA`] is. What
+/// `CREATE TABLE … SELECT` makes a column of.
+const MARIADB_TEXT_METADATA: &[(&str, MyType, u32)] = &[
+    ("CONCAT(s, 'x')", MyType::VarString, 84),
+    ("CONCAT(i, s)", MyType::VarString, 124),
+    ("CONCAT(MONTH(d))", MyType::VarString, 8),
+    ("CONCAT(dt)", MyType::VarString, 76),
+    ("CONCAT(t)", MyType::VarString, 40),
+    ("IF(i, 'x', d)", MyType::VarString, 40),
+    ("IF(i, NULL, 'abc')", MyType::VarString, 12),
+    ("CASE WHEN i THEN s ELSE 'x' END", MyType::VarString, 80),
+    ("REPEAT(s, 3)", MyType::VarString, 240),
+    ("REPEAT('ab', i)", MyType::LongBlob, 67_108_864),
+    ("LPAD(s, 30, 'x')", MyType::VarString, 120),
+    ("REPLACE(s, 'a', 'bb')", MyType::VarString, 160),
+    ("SUBSTR(s, 2)", MyType::VarString, 316),
+    ("SUBSTR(s, 2, 3)", MyType::VarString, 12),
+    ("LEFT(s, 3)", MyType::VarString, 12),
+    ("INSERT(s, 1, 2, 'xyz')", MyType::VarString, 92),
+    ("HEX(s)", MyType::VarString, 640),
+    ("HEX(i)", MyType::VarString, 64),
+    ("UNHEX(s)", MyType::VarString, 40),
+    ("SPACE(5)", MyType::VarString, 20),
+    ("MAX(s)", MyType::VarString, 80),
+    ("CAST(i AS CHAR)", MyType::VarString, 44),
+    ("CAST(d AS CHAR)", MyType::VarString, 40),
+    ("CAST(s AS CHAR(5))", MyType::VarString, 20),
+    ("CAST(s AS BINARY(5))", MyType::VarString, 5),
+    ("CONCAT_WS(',', s, s)", MyType::VarString, 164),
+    ("ELT(i, 'a', 'bcd')", MyType::VarString, 12),
+    ("DATE_FORMAT(d, '%Y')", MyType::VarString, 16),
+    ("BIN(i)", MyType::VarString, 260),
+    ("TO_BASE64(s)", MyType::VarString, 436),
+    ("EXPORT_SET(5, 'Y', 'N')", MyType::VarString, 508),
+    ("SHA2(s, 256)", MyType::VarString, 256),
+    ("REGEXP_REPLACE(s, 'a', 'b')", MyType::LongBlob, 67_108_864),
+    ("BINARY s", MyType::VarString, 80),
+];
+
 fn result_lengths_as_mariadb(conn: &mut Conn<'_>) {
     ok(
         conn,
         "CREATE TABLE ml (id INT PRIMARY KEY, i INT, b BIGINT, dc DECIMAL(10,2), \
-         u INT UNSIGNED, ti TINYINT)",
+         u INT UNSIGNED, ti TINYINT, s VARCHAR(20), d DATE, dt DATETIME, t TIME)",
     );
-    ok(conn, "INSERT INTO ml VALUES (1, 5, 7, 1.50, 4, 2)");
+    ok(
+        conn,
+        "INSERT INTO ml VALUES (1, 5, 7, 1.50, 4, 2, 'abc', '2024-01-02', \
+         '2024-01-02 03:04:05', '01:02:03')",
+    );
     for (e, ty, length, decimals) in MARIADB_NUMBER_METADATA {
         let a = run(conn, &format!("SELECT {e} x FROM ml GROUP BY id"));
         let m = &a.columns[0];
@@ -260,6 +305,11 @@ fn result_lengths_as_mariadb(conn: &mut Conn<'_>) {
             (*ty, *length, *decimals),
             "{e}"
         );
+    }
+    for (e, ty, length) in MARIADB_TEXT_METADATA {
+        let a = run(conn, &format!("SELECT {e} x FROM ml GROUP BY id"));
+        let m = &a.columns[0];
+        assert_eq!((m.ty, m.length), (*ty, *length), "{e}");
     }
     // A number's text in a UNION's text column is cut to the column's
     // characters, as MariaDB's temporary table holds it: 1/3 is 7 long.

@@ -255,6 +255,15 @@ pub(super) fn join_from(
         star_groups.push(group_star.len());
         star.extend(group_star);
     }
+    // An outer table's columns are NULL where nothing matched: NULL-able
+    // after the join (its ONs, lowered above, read its real rows), as
+    // MariaDB's result metadata and CREATE TABLE … SELECT have them.
+    for t in tables.iter().filter(|t| t.outer) {
+        for at in positions_of(t) {
+            columns[at].nullable = true;
+            columns[at].meta.flags &= !crate::value::flags::NOT_NULL;
+        }
+    }
     Ok(JoinFrom {
         spec: JoinSpec {
             tables,

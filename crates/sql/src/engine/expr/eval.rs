@@ -429,6 +429,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
                 .chain(otherwise.iter().map(|o| &**o));
             alternatives_kind(results, scope)
         }
+        Expr::Cast(inner, CastTo::CharOf(_) | CastTo::BinaryOf(_)) => kind(inner, scope),
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
             CastTo::Unsigned => Kind::Int { unsigned: true },
@@ -439,7 +440,10 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             | CastTo::ClippedChar(_) => Kind::Str {
                 collation: Some(Collation::Utf8mb4GeneralCi),
             },
-            CastTo::Binary => Kind::Str { collation: None },
+            CastTo::Binary | CastTo::BinaryOf(_) => Kind::Str { collation: None },
+            CastTo::CharOf(_) => Kind::Str {
+                collation: Some(Collation::Utf8mb4GeneralCi),
+            },
             CastTo::Decimal(_, s) | CastTo::ClippedDecimal(_, s) => Kind::Dec { scale: *s },
             CastTo::Date => Kind::Date,
             CastTo::DateTime(fsp) => Kind::DateTime { fsp: *fsp },
@@ -520,7 +524,9 @@ pub fn text_coercibility(e: &Expr, scope: &Scope<'_>) -> u8 {
             | CastTo::FixedChar(_)
             | CastTo::DoubleChar
             | CastTo::FloatChar
-            | CastTo::ClippedChar(_),
+            | CastTo::ClippedChar(_)
+            | CastTo::CharOf(_)
+            | CastTo::BinaryOf(_),
         ) => COERCIBILITY_IMPLICIT,
         Expr::Col(_) | Expr::InsertValue(_) | Expr::Agg(_) | Expr::Win(_) | Expr::Sub(_) => {
             match kind(e, scope) {
@@ -1833,6 +1839,45 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
         }
         CastTo::Char => Val::str(v.to_text()),
+        // MariaDB warns of the cut with `abort_on_warning` off: no strict
+        // mode makes it an error (the flag bits say so).
+        &CastTo::CharOf(chars) => {
+            let Val::Str(bytes) = v else { return Ok(v) };
+            let cut = String::from_utf8_lossy(&bytes)
+                .char_indices()
+                .nth(chars as usize)
+                .map(|(at, _)| at);
+            match cut {
+                Some(at) => {
+                    ctx.warn(
+                        codes::TRUNCATED_WRONG_VALUE | PLANNED_BIT | PREPARED_BIT,
+                        format!(
+                            "Truncated incorrect CHAR({chars}) value: '{}'",
+                            shown(&Val::Str(bytes.clone()))
+                        ),
+                    );
+                    Val::Str(bytes[..at].to_vec())
+                }
+                None => Val::Str(bytes),
+            }
+        }
+        &CastTo::BinaryOf(length) => {
+            let Val::Str(mut bytes) = v else { return Ok(v) };
+            let length = length as usize;
+            if bytes.len() > length {
+                ctx.warn(
+                    codes::TRUNCATED_WRONG_VALUE | PLANNED_BIT | PREPARED_BIT,
+                    format!(
+                        "Truncated incorrect BINARY({length}) value: '{}'",
+                        shown(&Val::Str(bytes.clone()))
+                    ),
+                );
+                bytes.truncate(length);
+            } else {
+                bytes.resize(length, 0);
+            }
+            Val::Str(bytes)
+        }
         CastTo::ClippedChar(chars) => {
             let mut text = v.to_text();
             // A number's text is ASCII: characters are bytes.

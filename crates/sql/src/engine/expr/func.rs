@@ -912,35 +912,150 @@ impl Func {
         )
     }
 
-    /// The display length in characters of a string result.
+    /// The characters of a string result, as MariaDB's
+    /// `fix_length_and_dec` counts them (its `max_char_length`): what
+    /// the result's column length says and what `CREATE TABLE … SELECT`
+    /// makes its column of. A length the arguments do not bound (REPEAT
+    /// of a column's count) is [`TEXT_CHARS_MAX`].
     pub fn result_chars(self, args: &[Expr], scope: &Scope<'_>) -> u32 {
-        let len = |e: &Expr| match e {
-            Expr::Lit(v) => v.to_text().chars().count() as u32,
-            Expr::Col(c) => scope.columns.get(*c).map_or(255, |c| {
-                c.meta.length / if c.meta.charset == 63 { 1 } else { 4 }
-            }),
-            _ => 255,
+        let chars = |i: usize| args.get(i).map_or(0, |a| scope.display_chars(a));
+        let bytes = |i: usize| args.get(i).map_or(0, |a| scope.display_bytes(a));
+        let all = |from: usize| args.iter().skip(from).map(|a| scope.display_chars(a));
+        let sum = |from: usize| all(from).fold(0u32, u32::saturating_add);
+        let most = |from: usize| all(from).max().unwrap_or(0);
+        // A constant count or length (None: not one, or NULL).
+        let constant = |i: usize| match args.get(i) {
+            Some(Expr::Lit(v)) if !v.is_null() => Some(v.to_f64().0),
+            _ => None,
+        };
+        let count = |i: usize| constant(i).map(|n| n.clamp(0.0, f64::from(TEXT_CHARS_MAX)) as u32);
+        let is_text = |i: usize| {
+            args.get(i)
+                .is_some_and(|a| matches!(scope.kind(a), Kind::Str { .. }))
         };
         match self {
-            Func::Concat => args.iter().map(len).fold(0u32, u32::saturating_add),
-            Func::Database | Func::User => 64,
+            Func::Concat => sum(0),
+            Func::ConcatWs => {
+                let separators = args.len().saturating_sub(2) as u32;
+                chars(0).saturating_mul(separators).saturating_add(sum(1))
+            }
+            Func::Repeat => count(1).map_or(TEXT_CHARS_MAX, |n| chars(0).saturating_mul(n)),
+            Func::Lpad | Func::Rpad | Func::Space => {
+                let at = usize::from(self != Func::Space);
+                count(at).unwrap_or(TEXT_CHARS_MAX)
+            }
+            Func::Replace => {
+                // Every match of `from` made `to`.
+                let (text, from, to) = (chars(0), chars(1), chars(2));
+                if to > from && from > 0 {
+                    text.saturating_add((text / from).saturating_mul(to - from))
+                } else {
+                    text
+                }
+            }
+            Func::Substring => {
+                // MariaDB's arithmetic, on the argument's bytes: SUBSTR(s,
+                // 2) of a VARCHAR(20) is 79 characters long there.
+                let mut length = bytes(0);
+                match constant(1) {
+                    Some(start) if start < 0.0 => length = length.min((-start) as u32),
+                    Some(start) if start >= 1.0 => {
+                        length =
+                            length.saturating_sub((start - 1.0).min(f64::from(u32::MAX)) as u32)
+                    }
+                    _ => {}
+                }
+                match constant(2) {
+                    Some(n) if n <= 0.0 => 0,
+                    Some(n) => length.min(n.min(f64::from(u32::MAX)) as u32),
+                    None => length,
+                }
+            }
+            Func::Left | Func::Right => count(1).map_or(chars(0), |n| n.min(chars(0))),
+            Func::Insert => chars(0).saturating_add(chars(3)),
+            Func::Hex if is_text(0) => bytes(0).saturating_mul(2),
+            Func::Hex => HEX_NUMBER_CHARS,
+            Func::Unhex => bytes(0).saturating_add(1) / 2,
+            Func::FromBase64 => bytes(0).saturating_mul(3).div_ceil(4),
+            Func::ToBase64 => {
+                let encoded = bytes(0).saturating_add(2) / 3 * 4;
+                encoded.saturating_add(encoded.saturating_sub(1) / BASE64_LINE_CHARS as u32)
+            }
+            Func::Elt => most(1),
+            Func::MakeSet => sum(1).saturating_add(args.len().saturating_sub(2) as u32),
+            Func::ExportSet => {
+                let separator = if args.len() > 3 { chars(3) } else { 1 };
+                chars(1)
+                    .max(chars(2))
+                    .saturating_mul(EXPORT_SET_BITS)
+                    .saturating_add(separator.saturating_mul(EXPORT_SET_BITS - 1))
+            }
+            Func::Conv => CONV_CHARS,
+            Func::Char => (args.len() as u32).saturating_mul(4),
+            Func::Sha2 => match constant(1).map(|n| n as i64) {
+                Some(224) => 56,
+                Some(0 | 256) => 64,
+                Some(384) => 96,
+                _ => 128,
+            },
+            Func::InetNtoa => INET_NTOA_CHARS,
+            Func::DateFormat | Func::TimeFormat => match args.get(1) {
+                Some(Expr::Lit(Val::Str(format))) => date_format_chars(format),
+                _ => DATE_FORMAT_CHARS_UNKNOWN,
+            },
+            Func::RegexpReplace => TEXT_CHARS_MAX,
+            Func::Json(j) => {
+                use super::json::JsonFn as J;
+                // A value in a document as MariaDB sizes it: twice its
+                // characters (escapes) and four (quotes, separator), a
+                // number's one more.
+                let value = |a: &Expr| {
+                    let number = u32::from(!matches!(scope.kind(a), Kind::Str { .. } | Kind::Null));
+                    (scope.display_chars(a) + number)
+                        .saturating_mul(2)
+                        .saturating_add(4)
+                };
+                let values = |from: usize, step: usize| {
+                    args.iter()
+                        .skip(from)
+                        .step_by(step)
+                        .map(value)
+                        .fold(0u32, u32::saturating_add)
+                };
+                match j {
+                    J::Array => values(0, 1).saturating_add(2),
+                    // And `: ` after each key.
+                    J::Object => values(0, 1).saturating_add(2 + args.len() as u32),
+                    // The paths, and the values set at them.
+                    J::Set | J::Insert | J::Replace | J::ArrayAppend | J::ArrayInsert => {
+                        chars(0).saturating_add(values(1, 1))
+                    }
+                    J::Extract => chars(0)
+                        .saturating_mul(args.len().saturating_sub(1) as u32)
+                        .saturating_add(2),
+                    J::MergePatch | J::MergePreserve => sum(0).saturating_add(2),
+                    // Every character escaped (`\u001f`), and the quotes.
+                    J::Quote => chars(0).saturating_mul(6).saturating_add(2),
+                    J::Type => JSON_TYPE_CHARS,
+                    J::Search => TEXT_CHARS_MAX,
+                    _ => chars(0),
+                }
+            }
+            Func::Database => 64,
+            Func::User => USER_CHARS,
             Func::Version => 60,
-            Func::DateFormat => 64,
             Func::Md5 => 32,
             Func::Sha1 => 40,
-            Func::Sha2 => 128,
             Func::Uuid => 36,
             Func::DayName | Func::MonthName => 9,
-            Func::InetNtoa => 15,
             Func::Inet6Ntoa => 39,
             Func::Inet6Aton => 16,
-            Func::Soundex => args.first().map_or(255, len).max(4),
-            Func::Quote => args
-                .first()
-                .map_or(255, len)
-                .saturating_mul(2)
-                .saturating_add(2),
-            _ => args.first().map_or(255, len),
+            Func::Soundex => chars(0).max(4),
+            Func::Quote => chars(0).saturating_mul(2).saturating_add(2),
+            Func::If => chars(1).max(chars(2)),
+            Func::IfNull | Func::Coalesce | Func::Greatest(_) | Func::Least(_) => most(0),
+            _ if args.is_empty() => 255,
+            _ => chars(0),
         }
     }
 
@@ -3737,4 +3852,52 @@ fn utf8_checked(bytes: &[u8], charset: &str, ctx: &mut Ctx<'_>) -> Vec<u8> {
         format!("Invalid {charset} character string: '{shown}'"),
     );
     text.into_bytes()
+}
+
+/// MariaDB's most characters of a text result (`MAX_BLOB_WIDTH`): a
+/// LONGTEXT's.
+pub const TEXT_CHARS_MAX: u32 = 16_777_216;
+/// HEX of a number: a BIGINT's 16 digits.
+const HEX_NUMBER_CHARS: u32 = 16;
+/// EXPORT_SET's bits.
+const EXPORT_SET_BITS: u32 = 64;
+/// CONV's longest result: 64 binary digits and a sign.
+const CONV_CHARS: u32 = 65;
+/// INET_NTOA's longest address, `255.255.255.255` as MariaDB sizes it.
+const INET_NTOA_CHARS: u32 = 31;
+/// USER(): a user name's 128 characters, `@` and a host's 255.
+const USER_CHARS: u32 = 384;
+/// JSON_TYPE's longest name, as MariaDB sizes it.
+const JSON_TYPE_CHARS: u32 = 12;
+/// DATE_FORMAT of a format that is no literal.
+const DATE_FORMAT_CHARS_UNKNOWN: u32 = 64;
+
+/// The characters MariaDB sizes DATE_FORMAT's result at for a format
+/// (`Item_func_date_format::format_length`): per conversion its longest
+/// text, names at their longest in any locale.
+fn date_format_chars(format: &[u8]) -> u32 {
+    let mut size = 0u32;
+    let mut at = 0;
+    while at < format.len() {
+        if format[at] == b'%' && at + 1 < format.len() {
+            at += 1;
+            size += match format[at] {
+                b'M' | b'W' => 64,
+                b'D' | b'Y' | b'x' | b'X' => 4,
+                b'a' | b'b' => 32,
+                b'j' => 3,
+                b'U' | b'u' | b'V' | b'v' | b'y' | b'm' | b'd' | b'h' | b'I' | b'i' | b'l'
+                | b'p' | b'S' | b's' | b'c' | b'e' => 2,
+                b'k' | b'H' => 7,
+                b'r' => 11,
+                b'T' => 8,
+                b'f' => 6,
+                _ => 1,
+            };
+        } else {
+            size += 1;
+        }
+        at += 1;
+    }
+    size
 }

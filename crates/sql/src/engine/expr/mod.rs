@@ -472,6 +472,13 @@ pub enum CastTo {
     /// as MariaDB's temporary table column holds it (`2.5 UNION
     /// BIT_COUNT(-1)` is 9.9): made by the planner, never written.
     ClippedDecimal(u8, u8),
+    /// `CHAR(n)` of a CAST: text cut to n characters with a warning 1292,
+    /// as MariaDB's `Item_char_typecast`. Wraps the plain `CHAR` cast.
+    CharOf(u32),
+    /// `BINARY(n)` of a CAST: bytes cut to n with a warning 1292, or
+    /// padded with zero bytes to n, as MariaDB's. Wraps the plain
+    /// `BINARY` cast.
+    BinaryOf(u32),
 }
 
 /// `CAST(x AS DOUBLE(M,D))`: see [`CastTo::FixedDouble`].
@@ -710,6 +717,39 @@ impl<'a> Scope<'a> {
         );
         self.depth -= 1;
         lowered
+    }
+
+    /// `CAST(expr AS data_type)` without the length of a `CHAR(n)` or
+    /// `BINARY(n)` ([`sized_cast`] adds it).
+    fn lower_cast(&mut self, expr: &ast::Expr, data_type: &ast::DataType) -> SqlResult<Expr> {
+        Ok(match cast_to(data_type, expr)? {
+            CastTo::Char => {
+                let e = self.lower(expr)?;
+                match self.fixed_decimals(&e) {
+                    Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
+                    // A BIT column's bytes are checked too.
+                    None => {
+                        let text = self.fixed_text(e);
+                        Expr::Cast(Box::new(self.utf8_checked(text)), CastTo::Char)
+                    }
+                }
+            }
+            to => {
+                let e = self.lower(expr)?;
+                let e = match to {
+                    CastTo::Signed
+                    | CastTo::Unsigned
+                    | CastTo::Decimal(..)
+                    | CastTo::Double
+                    | CastTo::FixedDouble(_) => as_number_literal(expr, e),
+                    // A BIT column's bytes, a YEAR's four digits, a
+                    // DOUBLE(M,D)'s fixed decimals: as in CHAR.
+                    CastTo::Binary => self.fixed_text(e),
+                    _ => e,
+                };
+                Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
+            }
+        })
     }
 
     fn boxed(&mut self, e: &ast::Expr) -> SqlResult<Box<Expr>> {
@@ -1009,34 +1049,10 @@ impl<'a> Scope<'a> {
             }
             E::Cast {
                 expr, data_type, ..
-            } => match cast_to(data_type, expr)? {
-                CastTo::Char => {
-                    let e = self.lower(expr)?;
-                    match self.fixed_decimals(&e) {
-                        Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
-                        // A BIT column's bytes are checked too.
-                        None => {
-                            let text = self.fixed_text(e);
-                            Expr::Cast(Box::new(self.utf8_checked(text)), CastTo::Char)
-                        }
-                    }
-                }
-                to => {
-                    let e = self.lower(expr)?;
-                    let e = match to {
-                        CastTo::Signed
-                        | CastTo::Unsigned
-                        | CastTo::Decimal(..)
-                        | CastTo::Double
-                        | CastTo::FixedDouble(_) => as_number_literal(expr, e),
-                        // A BIT column's bytes, a YEAR's four digits, a
-                        // DOUBLE(M,D)'s fixed decimals: as in CHAR.
-                        CastTo::Binary => self.fixed_text(e),
-                        _ => e,
-                    };
-                    Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
-                }
-            },
+            } => {
+                let cast = self.lower_cast(expr, data_type)?;
+                sized_cast(cast, data_type)?
+            }
             E::Convert {
                 expr,
                 data_type: Some(data_type),
@@ -1049,7 +1065,8 @@ impl<'a> Scope<'a> {
                     CastTo::Binary => self.fixed_text(e),
                     _ => e,
                 };
-                Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
+                let cast = Expr::Cast(Box::new(self.member_number_for(e, &to)), to);
+                sized_cast(cast, data_type)?
             }
             // CONVERT(x USING cs): text of that character set (binary:
             // a binary string).
@@ -2904,10 +2921,16 @@ impl<'a> Scope<'a> {
                 concat.order_collations.push(concat.collations[0]);
             }
         }
+        // Its text's collation: its arguments' as CONCAT's (a `_bin`
+        // column's stays), bytes when one is binary.
         let binary = concat
             .args
             .iter()
             .any(|a| matches!(self.kind(a), Kind::Str { collation: None }));
+        let collation = match eval::shared_text_kind(concat.args.iter(), self) {
+            Some(Kind::Str { collation: Some(c) }) if json.is_none() => c,
+            _ => Collation::Utf8mb4GeneralCi,
+        };
         concat.max_len = match (self.variable)("group_concat_max_len", false)? {
             Val::Int(n) => usize::try_from(n).unwrap_or(0),
             Val::UInt(n) => usize::try_from(n).unwrap_or(usize::MAX),
@@ -2927,7 +2950,7 @@ impl<'a> Scope<'a> {
             arg: None,
             distinct,
             arg_kind: Kind::Str {
-                collation: (!binary).then_some(Collation::Utf8mb4GeneralCi),
+                collation: (!binary).then_some(collation),
             },
             concat: Some(Box::new(concat)),
         });
@@ -3424,6 +3447,110 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// The type of a text result of this many bytes, as MariaDB's
+/// `string_type_handler` picks it: a VARCHAR up to 65,534 bytes, then the
+/// BLOB types by their sizes.
+fn text_type(bytes: u32) -> ColumnType {
+    match bytes {
+        TEXT_LONG_BYTES.. => ColumnType::LongBlob,
+        TEXT_MEDIUM_BYTES.. => ColumnType::MediumBlob,
+        VARCHAR_BYTES_MAX.. => ColumnType::Blob,
+        _ => ColumnType::VarString,
+    }
+}
+
+/// Bytes from which a text result is a LONGTEXT, a MEDIUMTEXT, a TEXT.
+const TEXT_LONG_BYTES: u32 = 16_777_216;
+const TEXT_MEDIUM_BYTES: u32 = 65_536;
+const VARCHAR_BYTES_MAX: u32 = 65_535;
+
+impl Scope<'_> {
+    /// The characters of `e` shown as text: a text's
+    /// ([`Scope::text_chars`]), a number's or a date's display length,
+    /// NULL's none.
+    pub(crate) fn display_chars(&self, e: &Expr) -> u32 {
+        match self.kind(e) {
+            Kind::Str { .. } => self.text_chars(e),
+            Kind::Null => 0,
+            _ => self.meta(e, "").length,
+        }
+    }
+
+    /// MariaDB's `max_length` of `e` shown as text: a text's characters
+    /// at four bytes each (utf8mb4), a binary string's bytes, a number's
+    /// or a date's characters.
+    pub(crate) fn display_bytes(&self, e: &Expr) -> u32 {
+        let chars = self.display_chars(e);
+        match self.kind(e) {
+            Kind::Str { collation: Some(_) } => chars.saturating_mul(4),
+            _ => chars,
+        }
+    }
+
+    /// The most characters a text expression's values have, as MariaDB
+    /// sizes its column (at most [`func::TEXT_CHARS_MAX`]).
+    pub(crate) fn text_chars(&self, e: &Expr) -> u32 {
+        let chars = match e {
+            Expr::Lit(Val::Null) => 0,
+            Expr::Lit(v) => v.to_text().chars().count() as u32,
+            Expr::Col(c) => self.columns.get(*c).map_or(255, |c| {
+                c.meta.length
+                    / if c.meta.charset == charset::BINARY {
+                        1
+                    } else {
+                        4
+                    }
+            }),
+            Expr::Cast(inner, to) => match to {
+                CastTo::CharOf(n) | CastTo::BinaryOf(n) | CastTo::ClippedChar(n) => *n,
+                CastTo::Binary => self.display_bytes(inner),
+                _ => self.display_chars(inner),
+            },
+            Expr::Func(f, args) => f.result_chars(args, self),
+            Expr::Case(_, whens, otherwise) => whens
+                .iter()
+                .map(|(_, then)| then)
+                .chain(otherwise.as_deref())
+                .map(|r| self.display_chars(r))
+                .max()
+                .unwrap_or(0),
+            Expr::Agg(_) => match self.agg_of(e) {
+                Some(AggSpec {
+                    func: AggFn::Min | AggFn::Max,
+                    arg: Some(arg),
+                    ..
+                }) => self.display_chars(arg),
+                _ => 255,
+            },
+            Expr::Win(i) => match self.windows.as_ref().and_then(|w| w.get(*i)) {
+                Some(w)
+                    if matches!(
+                        w.func,
+                        WinFn::Lag
+                            | WinFn::Lead
+                            | WinFn::FirstValue
+                            | WinFn::LastValue
+                            | WinFn::NthValue
+                    ) =>
+                {
+                    w.args.first().map_or(255, |a| self.display_chars(a))
+                }
+                Some(w) => match &w.agg {
+                    Some(AggSpec {
+                        func: AggFn::Min | AggFn::Max,
+                        arg: Some(arg),
+                        ..
+                    }) => self.display_chars(arg),
+                    _ => 255,
+                },
+                None => 255,
+            },
+            _ => 255,
+        };
+        chars.min(func::TEXT_CHARS_MAX)
+    }
+}
+
 /// `group_concat_max_len` past which GROUP_CONCAT's result is TEXT (MariaDB).
 const GROUP_CONCAT_VARCHAR_MAX_BYTES: usize = 512;
 /// `group_concat_max_len` should the variable not read as a number.
@@ -3505,7 +3632,7 @@ impl Scope<'_> {
             // Text of no fraction digits to MariaDB (decimals 0), so that a
             // sum with a quotient shows the quotient's four: `x / 7 +
             // DATE_FORMAT(d, '%Y')` is 2023.4286, not 2023.42857143.
-            Expr::Cast(_, CastTo::Char | CastTo::FixedChar(_)) => 0,
+            Expr::Cast(_, CastTo::Char | CastTo::FixedChar(_) | CastTo::CharOf(_)) => 0,
             // Text read as a double for arithmetic keeps the text's.
             Expr::Cast(inner, CastTo::Double) if matches!(self.kind(inner), Kind::Str { .. }) => {
                 self.decimals(inner)
@@ -3787,20 +3914,18 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             m
         }
         Kind::Str { collation } => {
-            let chars = length_of_lit(e).unwrap_or(match e {
-                Expr::Func(f, args) => f.result_chars(args, scope),
-                _ => 255,
-            });
+            let chars = scope.text_chars(e);
             match collation {
                 None => {
-                    let mut m = ColumnMeta::expr("", ColumnType::VarString, charset::BINARY, chars);
+                    let ty = text_type(chars);
+                    let mut m = ColumnMeta::expr("", ty, charset::BINARY, chars);
                     m.flags = flags::BINARY;
                     m
                 }
                 Some(c) => {
                     let cs = crate::engine::catalog::collation_charset(c);
-                    let mut m =
-                        ColumnMeta::expr("", ColumnType::VarString, cs, chars.saturating_mul(4));
+                    let bytes = chars.saturating_mul(4);
+                    let mut m = ColumnMeta::expr("", text_type(bytes), cs, bytes);
                     // MySQL's "not fixed" scale of a string expression
                     // (31), but 0 for text of no fraction digits
                     // (`DATE_FORMAT`, `HEX`, `CAST AS CHAR`: `decimals`).
@@ -3978,6 +4103,41 @@ fn cast_to(dt: &ast::DataType, arg: &ast::Expr) -> SqlResult<CastTo> {
         D::Double(_) | D::DoublePrecision | D::Real => CastTo::Double,
         other => return Err(SqlError::unsupported(format_args!("CAST to {other}"))),
     })
+}
+
+/// `cast` with the length a `CHAR(n)` or `BINARY(n)` target gives it
+/// (`CastTo::CharOf`, `CastTo::BinaryOf`); as it is for other targets.
+fn sized_cast(cast: Expr, dt: &ast::DataType) -> SqlResult<Expr> {
+    use ast::DataType as D;
+    let (length, binary) = match dt {
+        D::Char(Some(l)) | D::Varchar(Some(l)) | D::Nvarchar(Some(l)) => (l, false),
+        D::Binary(Some(n)) => return Ok(sized(cast, *n, true)),
+        D::Varbinary(Some(ast::BinaryLength::IntegerLength { length })) => {
+            return Ok(sized(cast, *length, true))
+        }
+        _ => return Ok(cast),
+    };
+    match length {
+        ast::CharacterLength::IntegerLength { length, .. } => Ok(sized(cast, *length, binary)),
+        ast::CharacterLength::Max => Ok(cast),
+    }
+}
+
+/// MariaDB's most characters of a CAST to CHAR(n) (`MAX_FIELD_BLOBLENGTH`
+/// is more; its parser takes up to 4294967295 and the value is cut
+/// there).
+const CAST_LENGTH_MAX: u64 = u32::MAX as u64;
+
+fn sized(cast: Expr, length: u64, binary: bool) -> Expr {
+    let n = length.min(CAST_LENGTH_MAX) as u32;
+    Expr::Cast(
+        Box::new(cast),
+        if binary {
+            CastTo::BinaryOf(n)
+        } else {
+            CastTo::CharOf(n)
+        },
+    )
 }
 
 /// The length MariaDB gives `CAST(x AS FLOAT)`'s column (a FLOAT's 12).
