@@ -131,6 +131,20 @@ fn ok_rows(rows: u64) -> SqlResult<Answered> {
 
 // ---- what sqlparser does not parse ----
 
+/// What `CREATE TABLE … SELECT` does with a row whose key is taken:
+/// fails the statement, or (`IGNORE`) skips it, or (`REPLACE`) replaces
+/// the row, as `INSERT`'s forms do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Duplicates {
+    /// Neither: 1062 ends the statement.
+    #[default]
+    Error,
+    /// `IGNORE`.
+    Ignore,
+    /// `REPLACE`.
+    Replace,
+}
+
 /// A schema statement recognised before `sqlparser` parses (see
 /// [`recognise`]).
 #[derive(Clone, Debug)]
@@ -145,6 +159,8 @@ pub enum CatalogStmt {
         partition_key: Vec<String>,
         /// `PARTITIONS n`.
         partitions: Option<u32>,
+        /// `IGNORE` or `REPLACE` before `[AS] SELECT`.
+        duplicates: Duplicates,
     },
     /// `SHOW CREATE DATABASE|SCHEMA [IF NOT EXISTS] name`.
     ShowCreateDatabase {
@@ -414,6 +430,7 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
     let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
     let mut partition_key = Vec::new();
     let mut partitions = None;
+    let mut duplicates = Duplicates::Error;
     let mut changed = false;
     let mut i = 0;
     let significant = |from: usize| {
@@ -454,6 +471,29 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
                 }
             }
             continue;
+        }
+        if depth == 0 && (is_kw(token, Keyword::IGNORE) || is_kw(token, Keyword::REPLACE)) {
+            // `IGNORE | REPLACE [AS] SELECT`: taken out, and kept.
+            let next = significant(i + 1).map(|(_, t)| t);
+            let parenthesised = next.is_some_and(|t| matches!(t, Token::LParen));
+            let query_follows = parenthesised
+                || next.is_some_and(|t| {
+                    is_kw(t, Keyword::AS) || is_kw(t, Keyword::SELECT) || is_kw(t, Keyword::WITH)
+                });
+            if query_follows && duplicates == Duplicates::Error {
+                duplicates = if is_kw(token, Keyword::IGNORE) {
+                    Duplicates::Ignore
+                } else {
+                    Duplicates::Replace
+                };
+                if parenthesised {
+                    // `(SELECT …)` parses after an AS.
+                    out.push(Token::make_keyword("AS"));
+                }
+                i += 1;
+                changed = true;
+                continue;
+            }
         }
         if depth == 0 && is_kw(token, Keyword::PARTITION) {
             let Some((k1, by)) = significant(i + 1) else {
@@ -540,6 +580,7 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
         statement: Box::new(statement),
         partition_key,
         partitions,
+        duplicates,
     }))
 }
 
@@ -563,14 +604,24 @@ pub fn run(
     more: bool,
     sink: &mut dyn crate::backend::ResultSink,
 ) -> SqlResult<Answered> {
+    if matches!(
+        statement,
+        CatalogStmt::CreateTable { .. }
+            | CatalogStmt::AlterTableOptions { .. }
+            | CatalogStmt::AlterTable { .. }
+    ) {
+        // MySQL's implicit commit of a schema statement.
+        super::txn::commit(conn)?;
+    }
     match statement {
         CatalogStmt::CreateTable {
             statement,
             partition_key,
             partitions,
+            duplicates,
         } => match &**statement {
             Statement::CreateTable(create) => {
-                create_table(conn, create, partition_key, *partitions)
+                create_table(conn, create, partition_key, *partitions, *duplicates)
             }
             other => Err(SqlError::unsupported(format_args!("`{other}`"))),
         },
@@ -703,7 +754,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
             };
             create_database(conn, &name, *if_not_exists, None, None)
         }
-        Statement::CreateTable(create) => create_table(conn, create, &[], None),
+        Statement::CreateTable(create) => create_table(conn, create, &[], None, Duplicates::Error),
         Statement::CreateIndex(index) => {
             let (db, table) = object_name(&index.table_name)?;
             let Some(name) = &index.name else {
@@ -942,7 +993,7 @@ fn check_not_system(db: &str, name: &str) -> SqlResult<()> {
     Ok(())
 }
 
-fn drop_one(conn: &mut Conn<'_>, db: &str, name: &str) -> SqlResult<bool> {
+pub(super) fn drop_one(conn: &mut Conn<'_>, db: &str, name: &str) -> SqlResult<bool> {
     check_not_system(db, name)?;
     let info = match catalog::table(conn, Some(db), name) {
         Ok(info) => info,
@@ -1015,11 +1066,12 @@ struct ColumnSpec {
     checks: Vec<String>,
 }
 
-fn create_table(
+pub(super) fn create_table(
     conn: &mut Conn<'_>,
     create: &CreateTable,
     partition_key: &[String],
     partitions: Option<u32>,
+    duplicates: Duplicates,
 ) -> SqlResult<Answered> {
     let (db, name) = object_name(&create.name)?;
     let db = database_of(conn, db)?;
@@ -1030,9 +1082,6 @@ fn create_table(
     let database = catalog::database(conn, &db)?;
     if create.temporary {
         return Err(SqlError::unsupported("CREATE TEMPORARY TABLE"));
-    }
-    if create.query.is_some() {
-        return Err(SqlError::unsupported("CREATE TABLE … AS SELECT / SELECT"));
     }
     if create.or_replace {
         return Err(SqlError::unsupported("CREATE OR REPLACE TABLE"));
@@ -1048,6 +1097,23 @@ fn create_table(
         let e = exists();
         catalog::note(conn, e.code, e.message);
         return ok();
+    }
+    if let Some(query) = &create.query {
+        if create.like.is_some() {
+            return Err(SqlError::syntax("CREATE TABLE … LIKE takes no SELECT"));
+        }
+        if catalog::table(conn, Some(&db), &name).is_ok() {
+            return Err(exists());
+        }
+        return super::create_select::run(
+            conn,
+            create,
+            query,
+            (&db, &name),
+            partition_key,
+            partitions,
+            duplicates,
+        );
     }
     let def = if let Some(like) = &create.like {
         let source = match like {
@@ -4115,6 +4181,7 @@ mod tests {
             statement,
             partition_key,
             partitions,
+            duplicates: Duplicates::Error,
         })) = recognise(sql)
         else {
             panic!("not recognised: {:?}", recognise(sql));
@@ -4162,6 +4229,43 @@ mod tests {
             recognise("CREATE TABLE t (a INT) PARTITION BY RANGE (a)"),
             Some(Err(e)) if e.code == codes::UNKNOWN
         ));
+    }
+
+    #[test]
+    fn create_select_ignore_and_replace_are_recognised() {
+        for (sql, want) in [
+            (
+                "CREATE TABLE t (a INT) IGNORE SELECT 1 a",
+                Duplicates::Ignore,
+            ),
+            ("create table t replace as select 1 a", Duplicates::Replace),
+            (
+                "CREATE TABLE t IGNORE AS WITH w AS (SELECT 1 a) SELECT a FROM w",
+                Duplicates::Ignore,
+            ),
+            (
+                "CREATE TABLE t (PRIMARY KEY (a)) REPLACE (SELECT 1 a)",
+                Duplicates::Replace,
+            ),
+        ] {
+            let Some(Ok(CatalogStmt::CreateTable {
+                statement,
+                duplicates,
+                ..
+            })) = recognise(sql)
+            else {
+                panic!("not recognised: {sql}: {:?}", recognise(sql));
+            };
+            assert_eq!(duplicates, want, "{sql}");
+            let Statement::CreateTable(create) = &*statement else {
+                panic!("{statement}");
+            };
+            assert!(create.query.is_some(), "{sql}");
+        }
+        // A column named so is no keyword here, and a plain CTAS is
+        // sqlparser's own.
+        assert!(recognise("CREATE TABLE t (`ignore` INT)").is_none());
+        assert!(recognise("CREATE TABLE t SELECT 1 a").is_none());
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 pub mod alter_copy;
 pub mod catalog;
+mod create_select;
 pub mod ddl;
 pub mod dialect;
 pub mod exec;
@@ -630,7 +631,12 @@ impl<'s> Conn<'s> {
             | S::Drop {
                 object_type: sqlparser::ast::ObjectType::View,
                 ..
-            } => views::statement(self, statement),
+            } => {
+                // A schema statement commits what is open first (MySQL's
+                // implicit commit), and runs whatever that gives.
+                txn::commit(self)?;
+                views::statement(self, statement)
+            }
             S::ShowCreate {
                 obj_type: sqlparser::ast::ShowCreateObject::View,
                 obj_name,
@@ -651,7 +657,10 @@ impl<'s> Conn<'s> {
             | S::AlterTable { .. }
             | S::Drop { .. }
             | S::Truncate(_)
-            | S::RenameTable(_) => ddl::statement(self, statement),
+            | S::RenameTable(_) => {
+                txn::commit(self)?;
+                ddl::statement(self, statement)
+            }
             S::ShowVariables { filter, global, .. } => {
                 show::with_where(self, statement, sink, |conn, sink| {
                     session::show_variables(conn, filter, *global, more, sink)

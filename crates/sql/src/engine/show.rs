@@ -784,34 +784,7 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
     let table_collation = info.sql.collation.as_str();
     let mut lines = Vec::new();
     for c in &info.columns {
-        let mut line = format!("  {} {}", quote_ident(&c.name), column_type(c));
-        if let Some(coll) = collation_name(&c.ty) {
-            if coll != table_collation && !matches!(c.ty, SqlType::Enum(_) | SqlType::Set(_)) {
-                line.push_str(&format!(" CHARACTER SET utf8mb4 COLLATE {coll}"));
-            }
-        }
-        let is_timestamp = matches!(c.ty, SqlType::Timestamp { .. });
-        if !c.nullable {
-            line.push_str(" NOT NULL");
-        } else if is_timestamp {
-            line.push_str(" NULL");
-        }
-        if c.default_now {
-            line.push_str(&format!(" DEFAULT {}", now_sql(&c.ty)));
-        } else if let Some(d) = &c.default {
-            line.push_str(&format!(" DEFAULT {}", default_sql(c, d)));
-        } else if c.nullable {
-            line.push_str(" DEFAULT NULL");
-        }
-        if c.on_update_now {
-            line.push_str(&format!(" ON UPDATE {}", now_sql(&c.ty)));
-        }
-        if c.auto_increment {
-            line.push_str(" AUTO_INCREMENT");
-        }
-        if !c.comment.is_empty() {
-            line.push_str(&format!(" COMMENT {}", quote_string(&c.comment)));
-        }
+        let mut line = format!("  {}", column_definition(c, table_collation));
         // A column's CHECK follows it, as MariaDB shows it.
         for check in info.sql.checks.iter().filter(|k| {
             k.column
@@ -880,6 +853,41 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
         out.push_str(&format!("\nPARTITION BY KEY ({columns})"));
     }
     Ok(out)
+}
+
+/// A column's definition as SHOW CREATE TABLE writes it, without its
+/// CHECKs: name, type, a collation other than the table's, NULL-ness,
+/// default, ON UPDATE, AUTO_INCREMENT, comment.
+pub(crate) fn column_definition(c: &SqlColumn, table_collation: &str) -> String {
+    let mut line = format!("{} {}", quote_ident(&c.name), column_type(c));
+    if let Some(coll) = collation_name(&c.ty) {
+        if coll != table_collation && !matches!(c.ty, SqlType::Enum(_) | SqlType::Set(_)) {
+            line.push_str(&format!(" CHARACTER SET utf8mb4 COLLATE {coll}"));
+        }
+    }
+    let is_timestamp = matches!(c.ty, SqlType::Timestamp { .. });
+    if !c.nullable {
+        line.push_str(" NOT NULL");
+    } else if is_timestamp {
+        line.push_str(" NULL");
+    }
+    if c.default_now {
+        line.push_str(&format!(" DEFAULT {}", now_sql(&c.ty)));
+    } else if let Some(d) = &c.default {
+        line.push_str(&format!(" DEFAULT {}", default_sql(c, d)));
+    } else if c.nullable {
+        line.push_str(" DEFAULT NULL");
+    }
+    if c.on_update_now {
+        line.push_str(&format!(" ON UPDATE {}", now_sql(&c.ty)));
+    }
+    if c.auto_increment {
+        line.push_str(" AUTO_INCREMENT");
+    }
+    if !c.comment.is_empty() {
+        line.push_str(&format!(" COMMENT {}", quote_string(&c.comment)));
+    }
+    line
 }
 
 /// `SHOW CREATE DATABASE`.
