@@ -213,6 +213,36 @@ fn sql_over_a_sandbox() {
     tables_made_by_sql(&engine, &mut conn);
     conditions_as_mariadb(&session, &mut conn);
     result_lengths_as_mariadb(&mut conn);
+    temporary_tables(&engine, &session);
+}
+
+/// A temporary table is a cluster table under a hidden name, seen by its
+/// connection only, and dropped when the connection ends.
+fn temporary_tables(engine: &std::sync::Arc<Engine>, session: &Session) {
+    let hidden = || {
+        session
+            .list_tables()
+            .expect("tables")
+            .iter()
+            .filter(|n| n.starts_with("db/def/#sql-tmp-"))
+            .count()
+    };
+    let before = hidden();
+    {
+        let mut mine = engine.open(session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        log_in_root(&mut mine);
+        mine.use_database("db").expect("use db");
+        ok(&mut mine, "CREATE TEMPORARY TABLE tt (a INT)");
+        ok(&mut mine, "INSERT INTO tt VALUES (1)");
+        assert_eq!(q(&mut mine, "SELECT a FROM tt"), rows(&[&["1"]]));
+        assert_eq!(hidden(), before + 1);
+        let mut other = engine.open(session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        log_in_root(&mut other);
+        other.use_database("db").expect("use db");
+        let a = run(&mut other, "SELECT a FROM tt");
+        assert_eq!(a.error.map(|e| e.code), Some(1146), "another connection's");
+    }
+    assert_eq!(hidden(), before, "dropped with its connection");
 }
 
 /// Computed numbers' result types and lengths (MariaDB's `max_length`)

@@ -660,6 +660,8 @@ pub fn recover(engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
     let names = session.list_tables().map_err(|e| txn::native_error(&e))?;
     let mine_new = format!("{TEMP_PREFIX}new-{me}-");
     let mine_old = format!("{TEMP_PREFIX}old-{me}-");
+    // Temporary tables of its connections, which ended with it.
+    let mine_temporary = format!("{}{me}-", catalog::TEMPORARY_PREFIX);
     for cluster in &names {
         let Some((db, name)) = catalog::split_cluster_name(cluster) else {
             continue;
@@ -669,7 +671,10 @@ pub fn recover(engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
             Err(_) => continue,
         };
         let info = catalog::table_info(db, name, table);
-        let result = if name.starts_with(&mine_new) {
+        let result = if name.starts_with(&mine_temporary) {
+            tracing::info!(table = %cluster, "dropping a temporary table of a connection gone");
+            session.drop_table(cluster)
+        } else if name.starts_with(&mine_new) {
             tracing::info!(table = %cluster, "dropping the copy of an unfinished ALTER TABLE");
             session.drop_table(cluster)
         } else if name.starts_with(&mine_old) {

@@ -304,6 +304,101 @@ impl TableInfo {
     pub fn id(&self) -> u32 {
         self.native.id()
     }
+
+    /// A session's temporary table ([`Temporaries`]).
+    pub fn is_temporary(&self) -> bool {
+        split_cluster_name(&self.native.def().name)
+            .is_some_and(|(_, t)| t.starts_with(TEMPORARY_PREFIX))
+    }
+}
+
+/// The prefix of the cluster tables that hold temporary tables, within
+/// the copies' `#sql-` that SHOW and lookups by name skip: then the SQL
+/// node's id, the connection's and a number of the connection's.
+pub const TEMPORARY_PREFIX: &str = "#sql-tmp-";
+
+/// Most temporary tables one connection holds at once.
+pub const TEMPORARY_TABLES_MAX: usize = 1_024;
+
+/// One temporary table of a connection: its name and the cluster table
+/// that holds it.
+#[derive(Clone, Debug)]
+pub struct Temporary {
+    /// Its database.
+    pub db: String,
+    /// Its name there, which it takes from any table of that name for
+    /// this connection.
+    pub name: String,
+    /// The cluster table (`db/def/#sql-tmp-<node>-<connection>-<n>`).
+    pub cluster: String,
+}
+
+/// A connection's temporary tables (`CREATE TEMPORARY TABLE`): real
+/// cluster tables under hidden names, found by their names first for this
+/// connection only, dropped when it ends (or at the SQL node's next start,
+/// `alter_copy::recover`, when it did not end cleanly).
+#[derive(Debug, Default)]
+pub struct Temporaries {
+    tables: Vec<Temporary>,
+    /// The number of the next one's cluster name.
+    next: u64,
+}
+
+impl Temporaries {
+    /// The temporary table `db`.`name`, if the connection has one.
+    pub fn find(&self, db: &str, name: &str) -> Option<&Temporary> {
+        self.tables.iter().find(|t| t.db == db && t.name == name)
+    }
+
+    /// A cluster name for a new temporary table of `db`, unique to the
+    /// SQL node (`node`) and connection (`connection`).
+    pub fn new_cluster_name(&mut self, db: &str, node: u32, connection: u32) -> String {
+        self.next += 1;
+        cluster_name(
+            db,
+            &format!("{TEMPORARY_PREFIX}{node}-{connection}-{}", self.next),
+        )
+    }
+
+    /// How many the connection holds.
+    pub fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// Keeps a created one.
+    pub fn add(&mut self, table: Temporary) {
+        debug_assert!(self.find(&table.db, &table.name).is_none());
+        self.tables.push(table);
+    }
+
+    /// Forgets `db`.`name` (dropped), giving it back.
+    pub fn remove(&mut self, db: &str, name: &str) -> Option<Temporary> {
+        let at = self
+            .tables
+            .iter()
+            .position(|t| t.db == db && t.name == name)?;
+        Some(self.tables.remove(at))
+    }
+
+    /// Forgets them all, giving them back (the connection ends).
+    pub fn take_all(&mut self) -> Vec<Temporary> {
+        std::mem::take(&mut self.tables)
+    }
+}
+
+/// Drops every temporary table of the connection (it ends or is reset);
+/// one that will not drop is left to the SQL node's next start.
+pub fn drop_temporaries(conn: &mut Conn<'_>) {
+    for t in conn.temporary.take_all() {
+        if let Err(e) = conn.native.drop_table(&t.cluster) {
+            tracing::warn!(table = %t.cluster, error = %e, "could not drop a temporary table");
+        }
+    }
 }
 
 /// The cluster table that holds `db`.`table`.
@@ -578,7 +673,11 @@ pub fn table(conn: &Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<Arc<Tab
     {
         return Err(missing());
     }
-    let cluster = cluster_name(db, name);
+    // The connection's temporary table of the name hides any other.
+    let cluster = match conn.temporary.find(db, name) {
+        Some(t) => t.cluster.clone(),
+        None => cluster_name(db, name),
+    };
     let native = match conn.native.table(&cluster) {
         Ok(native) => native,
         Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => return Err(missing()),

@@ -50,8 +50,12 @@ pub(super) fn run(
     duplicates: Duplicates,
 ) -> SqlResult<Answered> {
     // MariaDB commits what is open before a CREATE … SELECT, and the rows
-    // it writes commit with it.
-    super::txn::commit(conn)?;
+    // it writes commit with it; a temporary table's are the open
+    // transaction's, as any INSERT's.
+    let temporary = create.temporary;
+    if !temporary {
+        super::txn::commit(conn)?;
+    }
     let metas = super::exec::describe(conn, query, &[])?;
     let mut declared = Vec::with_capacity(metas.len());
     for meta in &metas {
@@ -88,12 +92,18 @@ pub(super) fn run(
         insert.ignore = duplicates == Duplicates::Ignore;
         insert.replace_into = duplicates == Duplicates::Replace;
     }
-    let filled = super::exec::write(conn, &statement, &[])
-        .and_then(|a| super::txn::commit(conn).map(|()| a));
+    let filled = super::exec::write(conn, &statement, &[]).and_then(|a| {
+        if !temporary {
+            super::txn::commit(conn)?;
+        }
+        Ok(a)
+    });
     match filled {
         Ok(answered) => Ok(answered),
         Err(e) => {
-            super::txn::rollback(conn);
+            if !temporary {
+                super::txn::rollback(conn);
+            }
             // The error is the statement's; a table that will not drop
             // now is left as it is (DROP TABLE removes it).
             let _ = super::ddl::drop_one(conn, db, name);

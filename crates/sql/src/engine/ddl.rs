@@ -604,12 +604,16 @@ pub fn run(
     more: bool,
     sink: &mut dyn crate::backend::ResultSink,
 ) -> SqlResult<Answered> {
-    if matches!(
-        statement,
-        CatalogStmt::CreateTable { .. }
-            | CatalogStmt::AlterTableOptions { .. }
-            | CatalogStmt::AlterTable { .. }
-    ) {
+    let temporary = matches!(statement, CatalogStmt::CreateTable { statement, .. }
+        if matches!(&**statement, Statement::CreateTable(c) if c.temporary));
+    if !temporary
+        && matches!(
+            statement,
+            CatalogStmt::CreateTable { .. }
+                | CatalogStmt::AlterTableOptions { .. }
+                | CatalogStmt::AlterTable { .. }
+        )
+    {
         // MySQL's implicit commit of a schema statement.
         super::txn::commit(conn)?;
     }
@@ -774,6 +778,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
             if_exists,
             names,
             table,
+            temporary,
             ..
         } => match object_type {
             ObjectType::Database | ObjectType::Schema => {
@@ -785,7 +790,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
                 };
                 drop_database(conn, &name, *if_exists)
             }
-            ObjectType::Table => drop_tables(conn, names, *if_exists),
+            ObjectType::Table => drop_tables(conn, names, *if_exists, *temporary),
             ObjectType::Index => {
                 let Some(table) = table else {
                     return Err(SqlError::syntax("DROP INDEX needs ON table"));
@@ -993,6 +998,8 @@ fn check_not_system(db: &str, name: &str) -> SqlResult<()> {
     Ok(())
 }
 
+/// Drops `db`.`name`: the connection's temporary table of the name if it
+/// has one, else the table. False: there is none.
 pub(super) fn drop_one(conn: &mut Conn<'_>, db: &str, name: &str) -> SqlResult<bool> {
     check_not_system(db, name)?;
     let info = match catalog::table(conn, Some(db), name) {
@@ -1000,7 +1007,10 @@ pub(super) fn drop_one(conn: &mut Conn<'_>, db: &str, name: &str) -> SqlResult<b
         Err(e) if e.code == codes::TABLE_NOT_FOUND => return Ok(false),
         Err(e) => return Err(e),
     };
-    match conn.native.drop_table(&catalog::cluster_name(db, name)) {
+    if info.is_temporary() {
+        conn.temporary.remove(db, name);
+    }
+    match conn.native.drop_table(&info.native.def().name) {
         Ok(()) => {}
         Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => return Ok(false),
         Err(e) => return Err(catalog::native_error(&e)),
@@ -1009,13 +1019,24 @@ pub(super) fn drop_one(conn: &mut Conn<'_>, db: &str, name: &str) -> SqlResult<b
     Ok(true)
 }
 
-fn drop_tables(conn: &mut Conn<'_>, names: &[ObjectName], if_exists: bool) -> SqlResult<Answered> {
+/// DROP [TEMPORARY] TABLE: `temporary` drops only the connection's
+/// temporary tables (another name is unknown).
+fn drop_tables(
+    conn: &mut Conn<'_>,
+    names: &[ObjectName],
+    if_exists: bool,
+    temporary: bool,
+) -> SqlResult<Answered> {
     let mut missing = Vec::new();
     for name in names {
         let (db, table) = object_name(name)?;
         let db = database_of(conn, db)?;
         if catalog::is_virtual_db(&db) {
             return Err(access_denied(&db));
+        }
+        if temporary && conn.temporary.find(&db, &table).is_none() {
+            missing.push(format!("{db}.{table}"));
+            continue;
         }
         if !drop_one(conn, &db, &table)? {
             missing.push(format!("{db}.{table}"));
@@ -1038,13 +1059,14 @@ fn drop_tables(conn: &mut Conn<'_>, names: &[ObjectName], if_exists: bool) -> Sq
 fn truncate_table(conn: &mut Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<()> {
     let info = catalog::table(conn, db, name)?;
     check_not_system(&info.db, &info.name)?;
+    // The cluster table's own name: a temporary table's is hidden.
+    let cluster = info.native.def().name.clone();
     let mut def = info.native.def().clone();
     def.id = 0;
     def.version = 0;
     for index in &mut def.indexes {
         index.id = 0;
     }
-    let cluster = catalog::cluster_name(&info.db, &info.name);
     conn.native
         .drop_table(&cluster)
         .map_err(|e| catalog::native_error(&e))?;
@@ -1080,9 +1102,6 @@ pub(super) fn create_table(
     }
     catalog::check_name(&name, false)?;
     let database = catalog::database(conn, &db)?;
-    if create.temporary {
-        return Err(SqlError::unsupported("CREATE TEMPORARY TABLE"));
-    }
     if create.or_replace {
         return Err(SqlError::unsupported("CREATE OR REPLACE TABLE"));
     }
@@ -1092,18 +1111,44 @@ pub(super) fn create_table(
             format!("Table '{name}' already exists"),
         )
     };
+    // A temporary table's name is taken only by the connection's others;
+    // a table's by tables (a temporary one hides it, and may stay).
+    let temporary = conn.temporary.find(&db, &name).is_some();
+    let taken = if create.temporary {
+        temporary
+    } else {
+        conn.native
+            .table(&catalog::cluster_name(&db, &name))
+            .is_ok()
+    };
     // MySQL answers IF NOT EXISTS before looking at the definition.
-    if create.if_not_exists && catalog::table(conn, Some(&db), &name).is_ok() {
+    if create.if_not_exists && taken {
         let e = exists();
         catalog::note(conn, e.code, e.message);
         return ok();
+    }
+    if create.temporary && taken {
+        return Err(exists());
+    }
+    if create.temporary && conn.temporary.len() >= catalog::TEMPORARY_TABLES_MAX {
+        return Err(SqlError::unsupported(format_args!(
+            "more than {} temporary tables in one connection",
+            catalog::TEMPORARY_TABLES_MAX
+        )));
     }
     if let Some(query) = &create.query {
         if create.like.is_some() {
             return Err(SqlError::syntax("CREATE TABLE … LIKE takes no SELECT"));
         }
-        if catalog::table(conn, Some(&db), &name).is_ok() {
+        if taken {
             return Err(exists());
+        }
+        if temporary {
+            // Its rows would go to the temporary table of the name.
+            return Err(SqlError::unsupported(format_args!(
+                "CREATE TABLE … SELECT of a table named as a temporary table ('{name}') of \
+                 the connection"
+            )));
         }
         return super::create_select::run(
             conn,
@@ -1141,7 +1186,20 @@ pub(super) fn create_table(
             partitions,
         )?
     };
+    let mut def = def;
+    if create.temporary {
+        let node = u32::from(conn.engine.cluster.node_id().get());
+        def.name = conn.temporary.new_cluster_name(&db, node, conn.info.id);
+    }
     match conn.native.create_table(&def) {
+        Ok(_) if create.temporary => {
+            conn.temporary.add(catalog::Temporary {
+                db: db.clone(),
+                name: name.clone(),
+                cluster: def.name.clone(),
+            });
+            ok()
+        }
         Ok(_) => ok(),
         Err(e) if e.code == skarv_client::codes::ALREADY_EXISTS => {
             if create.if_not_exists {
@@ -3736,6 +3794,14 @@ impl Change {
     /// one the dictionary made online).
     fn apply(mut self, conn: &mut Conn<'_>) -> SqlResult<u64> {
         check_not_system(&self.info.db, &self.info.name)?;
+        if self.info.is_temporary() {
+            // Its cluster table is found by the connection's name for it,
+            // which a rename or a copy would have to follow.
+            return Err(SqlError::unsupported(format_args!(
+                "ALTER TABLE, CREATE INDEX, DROP INDEX or RENAME TABLE of the temporary table '{}'",
+                self.info.name
+            )));
+        }
         if let Some(lock) = &self.info.sql.copy {
             return Err(super::alter_copy::being_copied(&self.info, lock));
         }

@@ -179,6 +179,7 @@ impl Engine {
             tx: txn::TxState::default(),
             prepared: prepared::Statements::default(),
             grants: users::Grants::default(),
+            temporary: catalog::Temporaries::default(),
             subqueries: exec::subquery::Cache::default(),
             ctes: exec::cte::Scope::default(),
             deferred: None,
@@ -205,6 +206,8 @@ pub struct Conn<'s> {
     pub grants: users::Grants,
     /// Its status counters and slow-log state.
     pub status: status::ConnStatus,
+    /// Its temporary tables.
+    pub temporary: catalog::Temporaries,
     /// What the running statement's subqueries gave.
     pub subqueries: exec::subquery::Cache,
     /// The common table expressions in scope (`WITH`).
@@ -658,7 +661,18 @@ impl<'s> Conn<'s> {
             | S::Drop { .. }
             | S::Truncate(_)
             | S::RenameTable(_) => {
-                txn::commit(self)?;
+                // Not of a temporary table (MySQL's exception).
+                let temporary = matches!(statement, S::CreateTable(c) if c.temporary)
+                    || matches!(
+                        statement,
+                        S::Drop {
+                            temporary: true,
+                            ..
+                        }
+                    );
+                if !temporary {
+                    txn::commit(self)?;
+                }
                 ddl::statement(self, statement)
             }
             S::ShowVariables { filter, global, .. } => {
@@ -899,6 +913,7 @@ impl<'s> Backend for Conn<'s> {
 
     fn reset(&mut self) {
         txn::rollback_quietly(self);
+        catalog::drop_temporaries(self);
         self.prepared = prepared::Statements::default();
         session::reset(self);
     }
@@ -909,6 +924,7 @@ impl<'s> Backend for Conn<'s> {
 
     fn disconnect(&mut self) {
         txn::rollback_quietly(self);
+        catalog::drop_temporaries(self);
     }
 
     fn killed(&self) -> bool {

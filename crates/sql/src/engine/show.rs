@@ -825,7 +825,12 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
         ));
     }
     let mut out = format!(
-        "CREATE TABLE {} (\n{}\n) ENGINE=ndbcluster",
+        "CREATE {}TABLE {} (\n{}\n) ENGINE=ndbcluster",
+        if info.is_temporary() {
+            "TEMPORARY "
+        } else {
+            ""
+        },
         quote_ident(&info.name),
         lines.join(",\n")
     );
