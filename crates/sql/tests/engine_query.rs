@@ -273,6 +273,44 @@ const MARIADB_NUMBER_METADATA: &[(&str, MyType, u32, u8)] = &[
     ("1 + 1", MyType::Long, 3, 0),
     ("u + 1", MyType::LongLong, 11, 0),
     ("u DIV 2", MyType::LongLong, 10, 0),
+    ("f + 1", MyType::Double, 23, 31),
+    ("SUM(f)", MyType::Double, 23, 31),
+    ("ROUND(f, 2)", MyType::Double, 19, 2),
+    ("CEIL(f)", MyType::Double, 17, 0),
+    ("PI()", MyType::Double, 8, 6),
+    ("COALESCE(f, 1)", MyType::Double, 22, 31),
+    ("IF(i, NULL, 5)", MyType::Long, 1, 0),
+    ("NULLIF(5, i)", MyType::Long, 1, 0),
+    ("CAST(i AS UNSIGNED)", MyType::LongLong, 20, 0),
+    ("CAST(u AS UNSIGNED)", MyType::Long, 10, 0),
+    ("CAST(1 AS UNSIGNED)", MyType::Long, 1, 0),
+    ("CAST('-1' AS UNSIGNED)", MyType::LongLong, 20, 0),
+];
+
+/// Whether MariaDB 10.11 says an expression over NOT NULL columns may be
+/// NULL (its NOT_NULL flag unset), recorded as the lengths above are.
+const MARIADB_MAY_BE_NULL: &[(&str, bool)] = &[
+    ("CONCAT(s, 'x')", true),
+    ("UPPER(s)", true),
+    ("QUOTE(s)", true),
+    ("UNIX_TIMESTAMP()", true),
+    ("SQRT(i)", true),
+    ("i / 2", true),
+    ("LENGTH(s)", false),
+    ("ROUND(i, 1)", false),
+    ("FLOOR(f)", false),
+    ("CAST(s AS SIGNED)", false),
+    ("s LIKE 'a%'", false),
+    ("i IN (1, 2)", false),
+    ("i IN (1, NULL)", true),
+    ("i BETWEEN 1 AND 2", false),
+    ("IF(i, s, 'x')", false),
+    ("CASE WHEN i THEN 1 ELSE 2 END", false),
+    ("CASE WHEN i THEN 1 END", true),
+    ("GREATEST(i, 2)", false),
+    ("LOCATE('a', s)", false),
+    ("i & 1", false),
+    ("f + '1'", false),
 ];
 
 /// Text results' types and lengths in bytes, as MariaDB 10.11 gives them
@@ -320,13 +358,24 @@ fn result_lengths_as_mariadb(conn: &mut Conn<'_>) {
     ok(
         conn,
         "CREATE TABLE ml (id INT PRIMARY KEY, i INT, b BIGINT, dc DECIMAL(10,2), \
-         u INT UNSIGNED, ti TINYINT, s VARCHAR(20), d DATE, dt DATETIME, t TIME)",
+         u INT UNSIGNED, ti TINYINT, s VARCHAR(20), d DATE, dt DATETIME, t TIME, f DOUBLE)",
     );
     ok(
         conn,
         "INSERT INTO ml VALUES (1, 5, 7, 1.50, 4, 2, 'abc', '2024-01-02', \
-         '2024-01-02 03:04:05', '01:02:03')",
+         '2024-01-02 03:04:05', '01:02:03', 2.5)",
     );
+    ok(
+        conn,
+        "CREATE TABLE mn (id INT PRIMARY KEY, i INT NOT NULL, s VARCHAR(20) NOT NULL, \
+         f DOUBLE NOT NULL)",
+    );
+    ok(conn, "INSERT INTO mn VALUES (1, 5, 'abc', 2.5)");
+    for (e, may_be_null) in MARIADB_MAY_BE_NULL {
+        let a = run(conn, &format!("SELECT {e} x FROM mn"));
+        let not_null = a.columns[0].flags & sql::value::flags::NOT_NULL != 0;
+        assert_eq!(!not_null, *may_be_null, "{e}");
+    }
     for (e, ty, length, decimals) in MARIADB_NUMBER_METADATA {
         let a = run(conn, &format!("SELECT {e} x FROM ml GROUP BY id"));
         let m = &a.columns[0];

@@ -431,6 +431,8 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
     let mut partition_key = Vec::new();
     let mut partitions = None;
     let mut duplicates = Duplicates::Error;
+    // The query began: its parentheses are its own.
+    let mut query_started = false;
     let mut changed = false;
     let mut i = 0;
     let significant = |from: usize| {
@@ -447,6 +449,28 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
             _ => {}
+        }
+        if depth == 0
+            && (is_kw(token, Keyword::SELECT)
+                || is_kw(token, Keyword::WITH)
+                || is_kw(token, Keyword::AS))
+        {
+            query_started = true;
+        }
+        if depth == 1 && matches!(token, Token::LParen) && !query_started {
+            // `CREATE TABLE t [(…)] (SELECT …)`: the query parses after AS.
+            let query = significant(i + 1)
+                .is_some_and(|(_, t)| is_kw(t, Keyword::SELECT) || is_kw(t, Keyword::WITH));
+            let after_as = out
+                .iter()
+                .rev()
+                .find(|t| !matches!(t, Token::Whitespace(_)))
+                .is_some_and(|t| is_kw(t, Keyword::AS));
+            if query && !after_as {
+                out.push(Token::make_keyword("AS"));
+                out.push(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+                changed = true;
+            }
         }
         if depth == 0 && is_kw(token, Keyword::COMMENT) {
             // COMMENT [=] "text" → COMMENT [=] 'text'
@@ -4332,6 +4356,23 @@ mod tests {
         // sqlparser's own.
         assert!(recognise("CREATE TABLE t (`ignore` INT)").is_none());
         assert!(recognise("CREATE TABLE t SELECT 1 a").is_none());
+        // The query in parentheses, after the declarations or alone.
+        for sql in [
+            "CREATE TABLE t (SELECT 1 a)",
+            "CREATE TABLE t (b INT) (SELECT 1 a)",
+            "CREATE TABLE t (WITH w AS (SELECT 1 a) SELECT a FROM w)",
+        ] {
+            let Some(Ok(CatalogStmt::CreateTable { statement, .. })) = recognise(sql) else {
+                panic!("not recognised: {sql}: {:?}", recognise(sql));
+            };
+            let Statement::CreateTable(create) = &*statement else {
+                panic!("{statement}");
+            };
+            assert!(create.query.is_some(), "{sql}");
+        }
+        // A query's own parentheses are left to sqlparser.
+        assert!(recognise("CREATE TABLE t SELECT * FROM (SELECT 1 a) d").is_none());
+        assert!(recognise("CREATE TABLE t (b INT) AS SELECT * FROM (SELECT 1 a) d").is_none());
     }
 
     #[test]

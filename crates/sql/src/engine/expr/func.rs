@@ -871,15 +871,48 @@ impl Func {
             | F::FoundRows
             | F::RowCount
             | F::ConnectionId
-            | F::Version
-            | F::User
-            | F::UnixTimestamp => false,
-            F::Uuid | F::Rand | F::IsNull | F::Field => false,
-            F::RandSeeded | F::Pi | F::Quote | F::UuidShort | F::IsIpv4 | F::IsIpv6 => false,
-            F::Database | F::If | F::NullIf => true,
+            | F::Version => false,
+            F::Rand | F::IsNull | F::Field => false,
+            F::RandSeeded | F::Pi | F::UuidShort | F::IsIpv4 | F::IsIpv6 => false,
+            // MariaDB's string functions that say so of any argument
+            // (their result may pass max_allowed_packet), and USER(),
+            // UUID() and QUOTE() too: their metadata is NULL-able there.
+            // UNIX_TIMESTAMP too (of a date out of its range: NULL).
+            F::Concat | F::Upper | F::Lower | F::Quote | F::User | F::Uuid | F::UnixTimestamp => {
+                true
+            }
+            F::Database | F::NullIf => true,
+            // IF(c, a, b): NULL where a or b is (the first is the condition).
+            F::If => args.skip(1).any(|n| n),
             // NULL only when every argument is.
             F::Coalesce | F::IfNull => args.all(|n| n),
-            F::Concat | F::Upper | F::Lower | F::Length | F::CharLength | F::Abs => args.any(|n| n),
+            // NULL only of a NULL argument, as MariaDB's metadata says.
+            F::Length
+            | F::CharLength
+            | F::Abs
+            | F::Round
+            | F::Truncate
+            | F::Ceil
+            | F::Floor
+            | F::Sign
+            | F::BitCount
+            | F::BitAnd
+            | F::BitOr
+            | F::BitXor
+            | F::BitNot
+            | F::ShiftLeft
+            | F::ShiftRight
+            | F::Greatest(_)
+            | F::Least(_)
+            | F::Ascii
+            | F::Ord
+            | F::Locate
+            | F::Instr
+            | F::Strcmp(_)
+            | F::Crc32
+            | F::FindInSet
+            | F::Degrees
+            | F::Radians => args.any(|n| n),
             // LAST_INSERT_ID(expr) is NULL where expr is.
             F::LastInsertId => args.any(|n| n),
             _ => true,

@@ -3340,8 +3340,37 @@ impl<'a> Scope<'a> {
                 Func::Coalesce | Func::IfNull | Func::Greatest(_) | Func::Least(_),
                 args,
             ) => widest(&mut args.iter()),
-            Expr::Func(Func::If, args) => widest(&mut args.iter().skip(1)),
-            Expr::Func(Func::NullIf, args) => widest(&mut args.iter().take(1)),
+            // With a NULL alternative, the other's own (MariaDB's IF takes
+            // its attributes whole); NULLIF its first argument's.
+            Expr::Func(Func::If, args) => match (args.get(1), args.get(2)) {
+                (Some(Expr::Lit(Val::Null)), Some(other))
+                | (Some(other), Some(Expr::Lit(Val::Null))) => {
+                    let m = self.meta(other, "");
+                    Some((m.ty, m.length))
+                }
+                _ => widest(&mut args.iter().skip(1)),
+            },
+            Expr::Func(Func::NullIf, args) => {
+                let m = self.meta(args.first()?, "");
+                Some((m.ty, m.length))
+            }
+            // An unsigned integer's length or a literal's, at most 20;
+            // any other number's or text's 20 (a negative wraps to 20
+            // digits: '-1' is 18446744073709551615), one character's 1.
+            Expr::Cast(a, CastTo::Unsigned) => {
+                let m = self.meta(a, "");
+                let length = match self.kind(a) {
+                    Kind::Str { .. }
+                        if m.length <= 1 || (m.length == 4 && m.charset != charset::BINARY) =>
+                    {
+                        1
+                    }
+                    Kind::Int { unsigned: true } => m.length,
+                    _ if matches!(&**a, Expr::Lit(Val::Int(0..))) => m.length,
+                    _ => UNSIGNED_DIGITS_MAX,
+                };
+                sized(length.min(UNSIGNED_DIGITS_MAX))
+            }
             Expr::Case(_, arms, otherwise) => {
                 widest(&mut arms.iter().map(|(_, v)| v).chain(otherwise.as_deref()))
             }
@@ -3386,6 +3415,20 @@ impl<'a> Scope<'a> {
             }
             Expr::Func(f, args) => f.nullable(args.iter().map(|a| self.nullable(a))),
             Expr::Sub(s) => !matches!(s.test, SubTest::Exists(_)),
+            // NULL only of a NULL operand (a list's NULL included).
+            Expr::Like(a, b, ..) => self.nullable(a) || self.nullable(b),
+            Expr::In(a, list, ..) => self.nullable(a) || list.iter().any(|e| self.nullable(e)),
+            Expr::Between(a, b, c, ..) => self.nullable(a) || self.nullable(b) || self.nullable(c),
+            // Without ELSE, NULL where no WHEN holds.
+            Expr::Case(_, whens, otherwise) => {
+                otherwise.as_ref().is_none_or(|o| self.nullable(o))
+                    || whens.iter().any(|(_, then)| self.nullable(then))
+            }
+            // A number of a value never NULL (text that is none is 0).
+            Expr::Cast(
+                a,
+                CastTo::Signed | CastTo::Unsigned | CastTo::Decimal(..) | CastTo::Double,
+            ) => self.nullable(a),
             _ => true,
         }
     }
@@ -3410,6 +3453,7 @@ impl<'a> Scope<'a> {
         };
         if kind == Kind::Double {
             meta.decimals = self.decimals(e);
+            meta.length = self.double_length(e, meta.decimals);
             if let Expr::Cast(_, CastTo::FixedDouble(cast)) = e {
                 // MariaDB's length of a CAST to DOUBLE(M,D): M.
                 meta.length = u32::from(cast.m);
@@ -3459,12 +3503,57 @@ fn text_type(bytes: u32) -> ColumnType {
     }
 }
 
+/// MariaDB's DOUBLE lengths: a column's (and a literal's, a CAST's, here),
+/// a computed one's of no fixed decimals (`DBL_DIG + 8`), of fixed ones
+/// this and its decimals (`DBL_DIG + 2`), PI()'s `3.141593`.
+const DOUBLE_COLUMN_LENGTH: u32 = 22;
+const DOUBLE_NOT_FIXED_LENGTH: u32 = 23;
+const DOUBLE_FIXED_LENGTH: u32 = 17;
+const PI_LENGTH: u32 = 8;
+
 /// Bytes from which a text result is a LONGTEXT, a MEDIUMTEXT, a TEXT.
 const TEXT_LONG_BYTES: u32 = 16_777_216;
 const TEXT_MEDIUM_BYTES: u32 = 65_536;
 const VARCHAR_BYTES_MAX: u32 = 65_535;
 
 impl Scope<'_> {
+    /// The length MariaDB gives a DOUBLE result of these decimals: a
+    /// computed one's `float_length` (23 not fixed, else 17 and its
+    /// decimals), an IF's, COALESCE's or CASE's its longest alternative's,
+    /// a literal's or a CAST's a column's 22, PI()'s 8.
+    fn double_length(&self, e: &Expr, decimals: u8) -> u32 {
+        let computed = if decimals >= NOT_FIXED_DECIMALS {
+            DOUBLE_NOT_FIXED_LENGTH
+        } else {
+            DOUBLE_FIXED_LENGTH + u32::from(decimals)
+        };
+        let longest = |es: &mut dyn Iterator<Item = &Expr>| {
+            es.map(|a| self.display_chars(a))
+                .max()
+                .unwrap_or(DOUBLE_COLUMN_LENGTH)
+        };
+        match e {
+            Expr::Lit(_) | Expr::Param(_) | Expr::Cast(..) | Expr::Sub(_) | Expr::Col(_) => {
+                DOUBLE_COLUMN_LENGTH
+            }
+            Expr::Func(Func::Pi, _) => PI_LENGTH,
+            Expr::Func(Func::If, args) => longest(&mut args.iter().skip(1)),
+            Expr::Func(Func::IfNull | Func::Coalesce, args) => longest(&mut args.iter()),
+            Expr::Func(Func::NullIf, args) => longest(&mut args.iter().take(1)),
+            Expr::Case(_, whens, otherwise) => {
+                longest(&mut whens.iter().map(|(_, t)| t).chain(otherwise.as_deref()))
+            }
+            // A value of another row: its argument's.
+            Expr::Win(i) => match self.windows.as_ref().and_then(|w| w.get(*i)) {
+                Some(w) if w.agg.is_none() => {
+                    w.args.first().map_or(computed, |a| self.display_chars(a))
+                }
+                _ => computed,
+            },
+            _ => computed,
+        }
+    }
+
     /// The characters of `e` shown as text: a text's
     /// ([`Scope::text_chars`]), a number's or a date's display length,
     /// NULL's none.
@@ -3737,6 +3826,9 @@ const SUM_WHOLE_DIGITS_MORE: u32 = 22;
 /// an integer result shorter than this is an INT, else a BIGINT.
 const INT_DISPLAY_DIGITS_MAX: u32 = 11;
 
+/// A BIGINT UNSIGNED's most digits (CAST AS UNSIGNED's longest result).
+const UNSIGNED_DIGITS_MAX: u32 = 20;
+
 /// MariaDB's most digits of a DIV's result (`MY_INT64_NUM_DECIMAL_DIGITS`).
 const INT64_DIGITS_MAX: u32 = 21;
 
@@ -3800,7 +3892,7 @@ fn int_result_meta(e: &Expr) -> Option<(ColumnType, u32)> {
             Func::Locate | Func::Instr | Func::RegexpInstr => (Long, 11),
             Func::BitLength => (LongLong, 11),
             Func::ToSeconds => (LongLong, 12),
-            Func::TimeToSec => (LongLong, 17),
+            Func::TimeToSec | Func::UnixTimestamp => (LongLong, 17),
             _ => return None,
         },
         _ => return None,
