@@ -1137,9 +1137,9 @@ pub(super) fn create_table(
     };
     // A temporary table's name is taken only by the connection's others;
     // a table's by tables (a temporary one hides it, and may stay).
-    let temporary = conn.temporary.find(&db, &name).is_some();
+    let has_temporary = conn.temporary.find(&db, &name).is_some();
     let taken = if create.temporary {
-        temporary
+        has_temporary
     } else {
         conn.native
             .table(&catalog::cluster_name(&db, &name))
@@ -1167,7 +1167,7 @@ pub(super) fn create_table(
         if taken {
             return Err(exists());
         }
-        if temporary {
+        if has_temporary {
             // Its rows would go to the temporary table of the name.
             return Err(SqlError::unsupported(format_args!(
                 "CREATE TABLE … SELECT of a table named as a temporary table ('{name}') of \

@@ -665,10 +665,10 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     Some(crate::engine::expr::value::time_of_day_micros(*t))
                 }
                 // Eight digits or more: a date and time's number, its time
-                // of day taken, as MariaDB's `Field_time::store` reads it.
-                (_, Some(n)) => value::datetime_of_number(n).map(|(_, t)| {
-                    crate::engine::expr::value::time_of_day_micros(t.unwrap_or_default())
-                }),
+                // of day taken, as MariaDB's `Field_time::store` reads it
+                // (a zero month or day allowed: `20240100123456`).
+                (_, Some(n)) => value::time_of_datetime_number(n)
+                    .map(crate::engine::expr::value::time_of_day_micros),
                 (Val::Int(i), None) => parse_time(&i.to_string()),
                 (other, None) => parse_time(&other.to_text()),
             };
@@ -723,12 +723,16 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
     })
 }
 
-/// A positive integer of eight digits or more, which a TIME column reads
-/// as a date and time (`20240101123456` is 12:34:56), as MariaDB's does.
+/// A positive number of eight whole digits or more, which a TIME column
+/// reads as a date and time (`20240101123456` is 12:34:56; a DOUBLE's or
+/// a DECIMAL's whole part), as MariaDB's does.
 fn datetime_number(v: &Val) -> Option<u64> {
     let n = match v {
         Val::Int(i) => u64::try_from(*i).ok()?,
         Val::UInt(u) => *u,
+        // Below 2^64, so the cast keeps the whole part.
+        Val::Double(f) if (0.0..1.8e19).contains(f) => *f as u64,
+        Val::Dec(d) => u64::try_from(d.mantissa / value::pow10(d.scale)).ok()?,
         _ => return None,
     };
     (TIME_DATETIME_NUMBER_MIN..TIME_DATETIME_NUMBER_END)

@@ -261,7 +261,8 @@ fn plan_query_body(
                             Some(v.checked_ilog10().map_or(1, |l| l + 1))
                         }
                         Some(Expr::Lit(Val::Dec(d))) => Some(d.int_digits()),
-                        _ => None,
+                        Some(e) => expr::date_field_digits(e),
+                        None => None,
                     },
                 })
                 .collect();

@@ -3843,6 +3843,33 @@ fn long_or_longlong(length: u32, unsigned: bool) -> ColumnType {
     }
 }
 
+/// The whole digits MariaDB counts for a date field's function (`MONTH`,
+/// `TO_DAYS`, …) where a UNION's DECIMAL column takes it: its whole
+/// length, no sign (`TO_DAYS(d)` 6), where another integer's length has
+/// one. None for any other expression.
+pub(crate) fn date_field_digits(e: &Expr) -> Option<u32> {
+    match e {
+        Expr::Func(
+            Func::Year
+            | Func::Month
+            | Func::Day
+            | Func::Hour
+            | Func::Minute
+            | Func::Second
+            | Func::Microsecond
+            | Func::DayOfWeek
+            | Func::Weekday
+            | Func::Quarter
+            | Func::Week
+            | Func::WeekOfYear
+            | Func::DayOfYear
+            | Func::ToDays,
+            _,
+        ) => int_result_meta(e).map(|(_, length)| length),
+        _ => None,
+    }
+}
+
 /// The column type and length MariaDB gives an integer function's or a
 /// condition's result (its `max_length`: `MONTH(d)` is an INT of 2,
 /// `LENGTH(s)` of 10, `a = b` of 1); None: another expression.

@@ -345,6 +345,28 @@ pub fn datetime_of_number_fuzzy(n: u64) -> Option<(Date, Option<Time>)> {
     number_datetime(n, true)
 }
 
+/// The time of day of a date and time's number as a TIME column reads it
+/// (MariaDB's `Field_time::store`): its date only in range, month up to
+/// 12 and day up to 31 (`20240231123456` is 12:34:56, zero parts too).
+pub fn time_of_datetime_number(n: u64) -> Option<Time> {
+    let shifted = match n {
+        101_000_000..=691_231_235_959 => n + 20_000_000_000_000,
+        700_101_000_000..=991_231_235_959 => n + 19_000_000_000_000,
+        10_000_101_000_000..=99_991_231_235_959 => n,
+        _ => return number_datetime(n, true).map(|(_, t)| t.unwrap_or_default()),
+    };
+    let (ymd, hms) = (shifted / 1_000_000, shifted % 1_000_000);
+    if ymd / 100 % 100 > 12 || ymd % 100 > 31 {
+        return None;
+    }
+    Some(Time {
+        hour: u8::try_from(hms / 10_000).ok().filter(|h| *h < 24)?,
+        minute: u8::try_from(hms / 100 % 100).ok().filter(|m| *m < 60)?,
+        second: u8::try_from(hms % 100).ok().filter(|s| *s < 60)?,
+        micros: 0,
+    })
+}
+
 fn number_datetime(n: u64, fuzzy: bool) -> Option<(Date, Option<Time>)> {
     if n == 0 {
         return Some((Date::default(), None));

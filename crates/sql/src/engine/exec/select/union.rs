@@ -20,7 +20,8 @@ pub(super) struct Arm<'a> {
     /// Its coercibility (`eval::coercibility`).
     pub coercibility: u8,
     /// A number literal's whole digits (its length has no sign when it
-    /// is positive; an expression's and a column's always has).
+    /// is positive; an expression's and a column's always has), or a
+    /// date field's (`expr::date_field_digits`).
     pub literal_digits: Option<u32>,
 }
 
