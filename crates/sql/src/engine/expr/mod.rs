@@ -1035,7 +1035,12 @@ impl<'a> Scope<'a> {
                 let operand = operand.as_deref().map(|o| self.boxed(o)).transpose()?;
                 let mut whens = Vec::with_capacity(conditions.len());
                 for w in conditions {
-                    let condition = match operand {
+                    let condition = match &operand {
+                        // Compared as `=` compares: a bit-value or 0x
+                        // literal beside a number is its number.
+                        Some(o) if self.is_numeric(o) => {
+                            as_number_literal(&w.condition, self.lower(&w.condition)?)
+                        }
                         Some(_) => self.lower(&w.condition)?,
                         None => self.operand_condition(&w.condition)?,
                     };
@@ -1239,7 +1244,23 @@ impl<'a> Scope<'a> {
                     // number by its index or bits (NULLIF(e, 2) is NULL for
                     // e's second member), while its value stays the first
                     // argument's own (a third argument is its compared form).
+                    let mut literal_compared = None;
                     if let (Func::NullIf, [a, b]) = (&f, args.as_mut_slice()) {
+                        // A bit-value or 0x literal beside a number is its
+                        // number, as in `=` (NULLIF(bits, b'101')).
+                        // (The first compares as its number; its value
+                        // stays what it is: the third argument.)
+                        if self.is_numeric(a) {
+                            *b = number(1, std::mem::replace(b, Expr::Lit(Val::Null)));
+                        } else if self.is_numeric(b)
+                            && written
+                                .first()
+                                .copied()
+                                .flatten()
+                                .is_some_and(is_number_literal)
+                        {
+                            literal_compared = Some(number(0, a.clone()));
+                        }
                         if self.is_member(b) && self.is_numeric(a) {
                             *b = self.member_number(std::mem::replace(b, Expr::Lit(Val::Null)));
                         } else if self.is_member(a) && self.is_numeric(b) {
@@ -1247,6 +1268,7 @@ impl<'a> Scope<'a> {
                             args.push(compared);
                         }
                     }
+                    args.extend(literal_compared);
                     if let (Func::If, Some(condition)) = (&f, args.first_mut()) {
                         // A truth value: a bit-value or 0x literal's number.
                         let c = number(0, std::mem::replace(condition, Expr::Lit(Val::Null)));
