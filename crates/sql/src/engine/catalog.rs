@@ -690,7 +690,8 @@ pub fn table(conn: &Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<Arc<Tab
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     if let Some(info) = tables.get(&cluster) {
-        if Arc::ptr_eq(&info.native, &native) {
+        // (A temporary table renamed keeps its cluster table.)
+        if Arc::ptr_eq(&info.native, &native) && info.name == name && info.db == db {
             return Ok(Arc::clone(info));
         }
     }

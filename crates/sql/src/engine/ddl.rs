@@ -3819,12 +3819,25 @@ impl Change {
     fn apply(mut self, conn: &mut Conn<'_>) -> SqlResult<u64> {
         check_not_system(&self.info.db, &self.info.name)?;
         if self.info.is_temporary() {
-            // Its cluster table is found by the connection's name for it,
-            // which a rename or a copy would have to follow.
-            return Err(SqlError::unsupported(format_args!(
-                "ALTER TABLE, CREATE INDEX, DROP INDEX or RENAME TABLE of the temporary table '{}'",
-                self.info.name
-            )));
+            if let Some((db, name)) = self.rename.take() {
+                // Its cluster table keeps its hidden name: the connection
+                // finds it by the new one.
+                if conn.temporary.find(&db, &name).is_some() {
+                    return Err(SqlError::new(
+                        codes::TABLE_EXISTS,
+                        format!("Table '{name}' already exists"),
+                    ));
+                }
+                let (old_db, old_name) = (self.info.db.clone(), self.info.name.clone());
+                let rows = self.apply(conn)?;
+                let mut table = conn
+                    .temporary
+                    .remove(&old_db, &old_name)
+                    .expect("a temporary table is the connection's");
+                (table.db, table.name) = (db, name);
+                conn.temporary.add(table);
+                return Ok(rows);
+            }
         }
         if let Some(lock) = &self.info.sql.copy {
             return Err(super::alter_copy::being_copied(&self.info, lock));
