@@ -5,7 +5,8 @@ answers compared. A difference is a bug unless docs/sql.md explains it;
 what it finds becomes a case of the SQL suite (NAME.test, recorded
 against MariaDB) once fixed.
 
-    tests/sql/difffuzz.py --skarv-port P --mariadb-port M [--seed S] [--queries N] [--dml] [--db D]
+    tests/sql/difffuzz.py --skarv-port P --mariadb-port M [--seed S] [--queries N] [--dml]
+        [--create-select] [--db D]
 
 Both servers get the database `difffuzz` (or --db: concurrent runs need
 one each), dropped first, with the same rows. The run depends on its
@@ -24,6 +25,10 @@ BY … LIMIT, and multi-table ones joined to t1) of values of every kind into co
 range, too long, not a date, a duplicate key. After each one the error
 code, or the affected rows and the warnings' codes, are compared, and
 then the table it wrote, row by row.
+
+With --create-select each statement is a CREATE TABLE … SELECT of
+computed columns: the outcome, the new table's column types and
+NULL-ness (information_schema) and its rows are compared.
 """
 
 import argparse
@@ -266,6 +271,29 @@ class Gen:
             lambda: "(%s XOR %s)" % (self.cond(scope, depth + 1), self.cond(scope, depth + 1)),
         ]
         return self.rng.choice(ops)()
+
+    def create_select(self):
+        """A CREATE TABLE ct … SELECT of 1 to 4 computed columns named
+        c0, c1, … over t1, t2 or their join, maybe grouped."""
+        rng = self.rng
+        t1 = [("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date"),
+              ("t1.f", "int"), ("t1.e", "dbl")]
+        t2 = [("t2.id", "int"), ("t2.t1_id", "int"), ("t2.x", "int"), ("t2.y", "text")]
+        scope, source = rng.choice([
+            (t1, "t1"), (t2, "t2"),
+            (t1 + t2, "t1 %s t2 ON t2.t1_id = t1.id" % rng.choice(["JOIN", "LEFT JOIN"]))])
+        where = " WHERE " + self.cond(scope) if rng.random() < 0.5 else ""
+        pick = [self.num, self.text, self.num, lambda s: self.col(s, None)]
+        items = [rng.choice(pick)(scope) for _ in range(rng.randint(1, 4))]
+        group = ""
+        if rng.random() < 0.25:
+            key = self.col(scope, rng.choice(["int", "text"]))
+            fn = rng.choice(["COUNT(*)", "SUM(%s)", "MIN(%s)", "MAX(%s)", "AVG(%s)",
+                             "GROUP_CONCAT(%s)"])
+            items = [key, fn.replace("%s", self.num(scope, 2))]
+            group = " GROUP BY " + key
+        named = ", ".join("%s c%d" % (e, i) for i, e in enumerate(items))
+        return "CREATE TABLE ct SELECT %s FROM %s%s%s" % (named, source, where, group)
 
     def query(self):
         rng = self.rng
@@ -601,6 +629,36 @@ def dml(conns, rng, args):
     return 1 if differences else 0
 
 
+def create_select(conns, rng, args):
+    """Each statement a CREATE TABLE … SELECT on both servers: its error
+    code or affected rows, then the table's columns (type and NULL-ness,
+    as information_schema shows them) and rows are compared; the table
+    is dropped before the next."""
+    gen = Gen(rng, binary_rng(args, 0))
+    differences = 0
+    columns = ("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS"
+               " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'ct' ORDER BY ORDINAL_POSITION")
+    for n in range(args.queries):
+        sql = gen.create_select()
+        a = write(conns["skarv"], sql)[:2]
+        b = write(conns["mariadb"], sql)[:2]
+        ca, cb = run(conns["skarv"], columns), run(conns["mariadb"], columns)
+        ra, rb = answers(conns, "SELECT * FROM ct", ordered=False) if a[0] == "ok" else (None, None)
+        if a != b or ca != cb or ra != rb:
+            differences += 1
+            if differences <= args.show:
+                print("---- statement %d: %s" % (n, sql))
+                print("  skarv:   %s %s" % (a, ca[1] if ca[0] == "rows" else ca))
+                print("  mariadb: %s %s" % (b, cb[1] if cb[0] == "rows" else cb))
+                if ra != rb:
+                    show("rows", ra, rb)
+        for name in ("skarv", "mariadb"):
+            with conns[name].cursor() as cur:
+                cur.execute("DROP TABLE IF EXISTS ct")
+    print("%d statements (seed %d): %d differ" % (args.queries, args.seed, differences))
+    return 1 if differences else 0
+
+
 def answers(conns, sql, ordered):
     """Both servers' answers to `sql`, rows as multisets unless `ordered`.
     Ordered answers that differ only in the order of rows whose ORDER BY
@@ -670,6 +728,8 @@ def main():
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--dml", action="store_true", help="writes instead of SELECTs")
+    ap.add_argument("--create-select", action="store_true",
+                    help="CREATE TABLE … SELECT: the columns' types and the rows compared")
     ap.add_argument("--binary-literals", action="store_true",
                     help="write some text literals as hex literals (0x61, X'61')")
     ap.add_argument("--db", default="difffuzz",
@@ -695,6 +755,8 @@ def main():
         conns[name] = c
     if args.dml:
         return dml(conns, rng, args)
+    if args.create_select:
+        return create_select(conns, rng, args)
     gen = Gen(rng, binary_rng(args, 0))
     differences = 0
     both_errors = 0

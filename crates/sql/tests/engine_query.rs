@@ -285,6 +285,17 @@ const MARIADB_NUMBER_METADATA: &[(&str, MyType, u32, u8)] = &[
     ("CAST(u AS UNSIGNED)", MyType::Long, 10, 0),
     ("CAST(1 AS UNSIGNED)", MyType::Long, 1, 0),
     ("CAST('-1' AS UNSIGNED)", MyType::LongLong, 20, 0),
+    ("CEIL(i)", MyType::Long, 11, 0),
+    ("ROUND(dc, 2)", MyType::NewDecimal, 12, 2),
+    ("ROUND(dc, 1)", MyType::NewDecimal, 12, 1),
+    ("CAST(YEAR(d) AS UNSIGNED)", MyType::Long, 4, 0),
+    ("MIN(MONTH(d))", MyType::LongLong, 3, 0),
+    ("MAX(i + 1)", MyType::LongLong, 12, 0),
+    ("LENGTH(s) * 8 % 5", MyType::LongLong, 11, 0),
+    ("ROUND(ud, 1)", MyType::NewDecimal, 11, 1),
+    ("MAX(ud)", MyType::NewDecimal, 11, 2),
+    ("CEIL(ud)", MyType::Long, 9, 0),
+    ("FLOOR(ud)", MyType::Long, 8, 0),
 ];
 
 /// Whether MariaDB 10.11 says an expression over NOT NULL columns may be
@@ -352,18 +363,21 @@ const MARIADB_TEXT_METADATA: &[(&str, MyType, u32)] = &[
     ("SHA2(s, 256)", MyType::VarString, 256),
     ("REGEXP_REPLACE(s, 'a', 'b')", MyType::LongBlob, 67_108_864),
     ("BINARY s", MyType::VarString, 80),
+    ("FORMAT(dc, 2)", MyType::VarString, 56),
+    ("CAST(COALESCE(u, i) AS CHAR)", MyType::VarString, 44),
 ];
 
 fn result_lengths_as_mariadb(conn: &mut Conn<'_>) {
     ok(
         conn,
         "CREATE TABLE ml (id INT PRIMARY KEY, i INT, b BIGINT, dc DECIMAL(10,2), \
-         u INT UNSIGNED, ti TINYINT, s VARCHAR(20), d DATE, dt DATETIME, t TIME, f DOUBLE)",
+         u INT UNSIGNED, ti TINYINT, s VARCHAR(20), d DATE, dt DATETIME, t TIME, f DOUBLE, \
+         ud DECIMAL(10,2) UNSIGNED)",
     );
     ok(
         conn,
         "INSERT INTO ml VALUES (1, 5, 7, 1.50, 4, 2, 'abc', '2024-01-02', \
-         '2024-01-02 03:04:05', '01:02:03', 2.5)",
+         '2024-01-02 03:04:05', '01:02:03', 2.5, 3.25)",
     );
     ok(
         conn,

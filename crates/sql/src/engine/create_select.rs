@@ -56,17 +56,18 @@ pub(super) fn run(
     if !temporary {
         super::txn::commit(conn)?;
     }
-    let metas = super::exec::describe(conn, query, &[])?;
-    let mut declared = Vec::with_capacity(metas.len());
-    for meta in &metas {
+    let described = super::exec::describe_for_create(conn, query)?;
+    let mut declared = Vec::with_capacity(described.len());
+    for (meta, width) in &described {
         let named = create
             .columns
             .iter()
             .any(|c| c.name.value.eq_ignore_ascii_case(&meta.name));
         if !named {
-            declared.push(column_of(conn, meta)?);
+            declared.push(column_of(conn, meta, *width)?);
         }
     }
+    let metas: Vec<&ColumnMeta> = described.iter().map(|(m, _)| m).collect();
     let mut table = create.clone();
     table.query = None;
     if !declared.is_empty() {
@@ -117,8 +118,8 @@ fn quote_ident(name: &str) -> String {
 }
 
 /// The declaration of a result column: a table column's copied, or one
-/// made of its metadata.
-fn column_of(conn: &Conn<'_>, meta: &ColumnMeta) -> SqlResult<String> {
+/// made of its metadata (an integer of `width` where that is known).
+fn column_of(conn: &Conn<'_>, meta: &ColumnMeta, width: Option<u32>) -> SqlResult<String> {
     let nullable = meta.flags & flags::NOT_NULL == 0;
     if let Some(column) = source_column(conn, meta) {
         let mut column = column;
@@ -135,7 +136,11 @@ fn column_of(conn: &Conn<'_>, meta: &ColumnMeta) -> SqlResult<String> {
         // another.
         return Ok(super::show::column_definition(&column, ""));
     }
-    let mut text = format!("{} {}", quote_ident(&meta.name), type_of(meta)?);
+    let mut sized = meta.clone();
+    if let Some(width) = width {
+        sized.length = width;
+    }
+    let mut text = format!("{} {}", quote_ident(&meta.name), type_of(&sized)?);
     if !nullable {
         text.push_str(" NOT NULL");
     } else if meta.ty == ColumnType::Timestamp {
@@ -230,6 +235,8 @@ fn text_type(meta: &ColumnMeta) -> String {
     }
     let chars = bytes.div_ceil(4);
     let ty = match chars {
+        // MariaDB's column of '' (a VARCHAR of no characters is no type).
+        0 => "char(0)".to_owned(),
         c if c <= VARCHAR_CHARS_MAX => format!("varchar({c})"),
         _ if bytes <= TEXT_BYTES_MAX => "text".to_owned(),
         _ if bytes <= MEDIUMTEXT_BYTES_MAX => "mediumtext".to_owned(),

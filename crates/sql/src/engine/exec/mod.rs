@@ -37,7 +37,7 @@ use crate::error::{codes, SqlError, SqlResult};
 use crate::value::SqlValue;
 
 pub(crate) use multi::{is_multi_delete, is_multi_update};
-pub use select::describe;
+pub use select::{describe, describe_for_create};
 
 /// Key reads or writes defined per execute (one round trip each).
 pub const OPS_PER_EXECUTE_MAX: usize = 256;

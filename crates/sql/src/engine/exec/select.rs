@@ -110,6 +110,36 @@ pub fn describe(
     metas
 }
 
+/// The result columns of a query without running it, for CREATE TABLE …
+/// SELECT: with each the display width MariaDB gives its column where it
+/// is not the metadata's (a date field's function, `MONTH(d)`, is an
+/// INT a sign wider: its field is signed, its length has none).
+pub fn describe_for_create(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+) -> SqlResult<Vec<(ColumnMeta, Option<u32>)>> {
+    conn.subqueries.clear();
+    let plans = plan_query(conn, q, &[], None);
+    conn.subqueries.clear();
+    let plans = plans?;
+    let single = match plans.planned.as_slice() {
+        [p] => Some(p),
+        _ => None,
+    };
+    Ok(plans
+        .metas
+        .iter()
+        .enumerate()
+        .map(|(at, m)| {
+            let item = single.and_then(|p| p.items.get(at));
+            let width = item
+                .and_then(expr::date_field_digits)
+                .map(|digits| digits + 1);
+            (m.clone(), width)
+        })
+        .collect())
+}
+
 /// Runs a query (or, with `params` None, only plans it) and keeps its
 /// rows: a derived table's or a subquery's.
 pub(crate) fn materialise(

@@ -1024,6 +1024,24 @@ impl Func {
                     .saturating_add(separator.saturating_mul(EXPORT_SET_BITS - 1))
             }
             Func::Conv => CONV_CHARS,
+            // MariaDB's: the whole digits, a separator each three, a
+            // point, a sign and the decimals asked for (of a number whose
+            // digits are known).
+            Func::Format => {
+                let whole = args.first().and_then(|a| match scope.kind(a) {
+                    Kind::Int { .. } | Kind::Dec { .. } => scope.decimal_digits(a).map(|(w, _)| w),
+                    _ => None,
+                });
+                match whole {
+                    Some(w) => {
+                        let decimals =
+                            count(1).map_or(FORMAT_DECIMALS_MAX, |d| d.min(FORMAT_DECIMALS_MAX));
+                        let separators = w / 3 + u32::from(decimals > 0) + 1;
+                        w + separators + decimals
+                    }
+                    None => chars(0),
+                }
+            }
             Func::Char => (args.len() as u32).saturating_mul(4),
             Func::Sha2 => match constant(1).map(|n| n as i64) {
                 Some(224) => 56,
@@ -3900,6 +3918,8 @@ const CONV_CHARS: u32 = 65;
 const INET_NTOA_CHARS: u32 = 31;
 /// USER(): a user name's 128 characters, `@` and a host's 255.
 const USER_CHARS: u32 = 384;
+/// FORMAT's most decimals (MariaDB's `FORMAT_MAX_DECIMALS`).
+const FORMAT_DECIMALS_MAX: u32 = 38;
 /// JSON_TYPE's longest name, as MariaDB sizes it.
 const JSON_TYPE_CHARS: u32 = 12;
 /// DATE_FORMAT of a format that is no literal.

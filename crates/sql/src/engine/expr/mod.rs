@@ -3205,11 +3205,16 @@ impl<'a> Scope<'a> {
                 );
                 Some((wa.max(wb), sa.max(sb)))
             }
-            // An integer alternative among decimals (`align_alternatives`)
-            // keeps its own digits.
-            Expr::Cast(a, CastTo::Decimal(p, 0))
+            // An integer alternative among decimals (`align_alternatives`),
+            // a DECIMAL held at its scale (`at_scale`), keep their own
+            // digits.
+            Expr::Cast(a, CastTo::Decimal(p, s))
                 if u32::from(*p) == value::DECIMAL_DIGITS_MAX
-                    && matches!(self.kind(a), Kind::Int { .. }) =>
+                    && match self.kind(a) {
+                        Kind::Int { .. } => *s == 0,
+                        Kind::Dec { scale } => scale == *s,
+                        _ => false,
+                    } =>
             {
                 self.decimal_digits(a)
             }
@@ -3233,11 +3238,13 @@ impl<'a> Scope<'a> {
             Expr::Func(f @ (Func::Round | Func::Truncate), args)
                 if matches!(self.kind(e), Kind::Dec { .. }) =>
             {
-                let (whole, _) = self.decimal_digits(args.first()?)?;
+                let (whole, arg_scale) = self.decimal_digits(args.first()?)?;
                 let Kind::Dec { scale } = self.kind(e) else {
                     return None;
                 };
-                Some((whole + u32::from(*f == Func::Round), u32::from(scale)))
+                // Rounding away decimals may carry into the whole part.
+                let carry = *f == Func::Round && u32::from(scale) < arg_scale;
+                Some((whole + u32::from(carry), u32::from(scale)))
             }
             // A choice among values: the widest whole part and scale.
             Expr::Func(
@@ -3258,6 +3265,16 @@ impl<'a> Scope<'a> {
                     AggFn::Min | AggFn::Max => Some((whole, scale)),
                     _ => None,
                 }
+            }
+            // Any other integer: its length, less a sign where it has one
+            // (a date field's has none: `date_field_digits`).
+            _ if matches!(self.kind(e), Kind::Int { .. }) => {
+                if let Some(digits) = date_field_digits(e) {
+                    return Some((digits, 0));
+                }
+                let m = self.meta(e, "");
+                let sign = u32::from(m.flags & flags::UNSIGNED == 0);
+                Some((m.length.saturating_sub(sign).max(1), 0))
             }
             _ => None,
         }
@@ -3318,6 +3335,15 @@ impl<'a> Scope<'a> {
         match e {
             Expr::Col(_) | Expr::Lit(_) => None,
             Expr::Neg(a) => sized(self.meta(a, "").length + 1),
+            // CEIL/FLOOR of an integer is that integer.
+            Expr::Func(Func::Ceil | Func::Floor, args)
+                if args
+                    .first()
+                    .is_some_and(|a| matches!(self.kind(a), Kind::Int { .. })) =>
+            {
+                let m = self.meta(args.first()?, "");
+                Some((m.ty, m.length))
+            }
             Expr::Func(Func::Abs, args) => sized(self.meta(args.first()?, "").length),
             Expr::Func(Func::Mod, _) => sized(self.decimal_digits(e)?.0 + sign),
             // ROUND of an integer to a place left of the point may carry
@@ -3350,10 +3376,19 @@ impl<'a> Scope<'a> {
             }
             Expr::Agg(_) => {
                 let spec = self.agg_of(e)?;
+                let arg = spec.arg.as_ref()?;
                 match spec.func {
-                    AggFn::Min | AggFn::Max => {
-                        let m = self.meta(spec.arg.as_ref()?, "");
+                    // A column's own type; a computed integer's value a
+                    // LONGLONG (MariaDB's field for it), a date field's a
+                    // sign longer.
+                    AggFn::Min | AggFn::Max if matches!(arg, Expr::Col(_)) => {
+                        let m = self.meta(arg, "");
                         Some((m.ty, m.length))
+                    }
+                    AggFn::Min | AggFn::Max => {
+                        let m = self.meta(arg, "");
+                        let sign = u32::from(date_field_digits(arg).is_some());
+                        Some((ColumnType::LongLong, m.length + sign))
                     }
                     _ => None,
                 }
@@ -3389,6 +3424,7 @@ impl<'a> Scope<'a> {
                     }
                     Kind::Int { unsigned: true } => m.length,
                     _ if matches!(&**a, Expr::Lit(Val::Int(0..))) => m.length,
+                    _ if date_field_digits(a).is_some() => m.length,
                     _ => UNSIGNED_DIGITS_MAX,
                 };
                 sized(length.min(UNSIGNED_DIGITS_MAX))
@@ -3555,6 +3591,13 @@ impl Scope<'_> {
                 .unwrap_or(DOUBLE_COLUMN_LENGTH)
         };
         match e {
+            // A DOUBLE the lowering gave decimals to, or read as a DOUBLE
+            // (`alternatives_as_double`), is its own length.
+            Expr::Cast(inner, CastTo::Decimals(_) | CastTo::Double)
+                if self.kind(inner) == Kind::Double =>
+            {
+                self.double_length(inner, decimals)
+            }
             Expr::Lit(_) | Expr::Param(_) | Expr::Cast(..) | Expr::Sub(_) | Expr::Col(_) => {
                 DOUBLE_COLUMN_LENGTH
             }
@@ -3573,6 +3616,48 @@ impl Scope<'_> {
                 _ => computed,
             },
             _ => computed,
+        }
+    }
+
+    /// Whether a DECIMAL expression keeps an UNSIGNED DECIMAL's sign as
+    /// MariaDB's does: such a column, ROUND, TRUNCATE and ABS of one, MIN
+    /// and MAX of one, and a choice among such values (COALESCE, IFNULL,
+    /// IF, CASE, GREATEST, LEAST; a NULL alternative aside).
+    fn unsigned_decimal(&self, e: &Expr) -> bool {
+        let all = |es: &mut dyn Iterator<Item = &Expr>| {
+            let mut any = false;
+            for x in es.filter(|x| !matches!(x, Expr::Lit(Val::Null))) {
+                if !self.unsigned_decimal(x) {
+                    return false;
+                }
+                any = true;
+            }
+            any
+        };
+        match e {
+            Expr::Col(c) => self.columns.get(*c).is_some_and(|c| {
+                matches!(c.kind, Kind::Dec { .. }) && c.meta.flags & flags::UNSIGNED != 0
+            }),
+            Expr::Func(Func::Round | Func::Truncate | Func::Abs, args) => {
+                args.first().is_some_and(|a| self.unsigned_decimal(a))
+            }
+            Expr::Func(
+                Func::Coalesce | Func::IfNull | Func::Greatest(_) | Func::Least(_),
+                args,
+            ) => all(&mut args.iter()),
+            Expr::Func(Func::If, args) => all(&mut args.iter().skip(1)),
+            Expr::Case(_, whens, otherwise) => {
+                all(&mut whens.iter().map(|(_, t)| t).chain(otherwise.as_deref()))
+            }
+            Expr::Agg(_) => self.agg_of(e).is_some_and(|spec| {
+                matches!(spec.func, AggFn::Min | AggFn::Max)
+                    && spec.arg.as_ref().is_some_and(|a| self.unsigned_decimal(a))
+            }),
+            // Held at its own scale (`at_scale`).
+            Expr::Cast(a, CastTo::Decimal(p, _)) if u32::from(*p) == value::DECIMAL_DIGITS_MAX => {
+                self.unsigned_decimal(a)
+            }
+            _ => false,
         }
     }
 
@@ -3879,8 +3964,6 @@ pub(crate) fn date_field_digits(e: &Expr) -> Option<u32> {
             | Func::Minute
             | Func::Second
             | Func::Microsecond
-            | Func::DayOfWeek
-            | Func::Weekday
             | Func::Quarter
             | Func::Week
             | Func::WeekOfYear
@@ -3961,12 +4044,18 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
         other => other,
     };
     let int_val_length = match rounded {
-        Expr::Func(Func::Ceil | Func::Floor, args)
+        Expr::Func(f @ (Func::Ceil | Func::Floor), args)
             if args
                 .first()
                 .is_some_and(|a| matches!(scope.kind(a), Kind::Dec { .. })) =>
         {
-            scope.decimal_whole_length(&args[0])
+            // Of an UNSIGNED DECIMAL: no sign, and FLOOR no carry.
+            let length = scope.decimal_whole_length(&args[0]);
+            if scope.unsigned_decimal(&args[0]) {
+                length.map(|l| l.saturating_sub(1 + u32::from(*f == Func::Floor)).max(1))
+            } else {
+                length
+            }
         }
         _ => None,
     };
@@ -4028,6 +4117,11 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             let mut m = ColumnMeta::expr("", ColumnType::NewDecimal, charset::BINARY, length);
             m.flags = flags::BINARY | flags::NUM;
             m.decimals = scale;
+            if int_val_length.is_none() && scope.unsigned_decimal(e) {
+                // No sign, as MariaDB's UNSIGNED DECIMAL.
+                m.flags |= flags::UNSIGNED;
+                m.length = m.length.saturating_sub(1);
+            }
             m
         }
         Kind::Double => {
