@@ -289,7 +289,7 @@ class Gen:
         if rng.random() < 0.25:
             key = self.col(scope, rng.choice(["int", "text"]))
             fn = rng.choice(["COUNT(*)", "SUM(%s)", "MIN(%s)", "MAX(%s)", "AVG(%s)",
-                             "GROUP_CONCAT(%s)"])
+                             "GROUP_CONCAT(%s ORDER BY %s)"])
             items = [key, fn.replace("%s", self.num(scope, 2))]
             group = " GROUP BY " + key
         named = ", ".join("%s c%d" % (e, i) for i, e in enumerate(items))

@@ -296,6 +296,8 @@ const MARIADB_NUMBER_METADATA: &[(&str, MyType, u32, u8)] = &[
     ("MAX(ud)", MyType::NewDecimal, 11, 2),
     ("CEIL(ud)", MyType::Long, 9, 0),
     ("FLOOR(ud)", MyType::Long, 8, 0),
+    ("SUM(CAST(s AS SIGNED))", MyType::NewDecimal, 43, 0),
+    ("SUM(i DIV -4)", MyType::NewDecimal, 32, 0),
 ];
 
 /// Whether MariaDB 10.11 says an expression over NOT NULL columns may be

@@ -496,7 +496,10 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
             }
             continue;
         }
-        if depth == 0 && (is_kw(token, Keyword::IGNORE) || is_kw(token, Keyword::REPLACE)) {
+        if depth == 0
+            && !query_started
+            && (is_kw(token, Keyword::IGNORE) || is_kw(token, Keyword::REPLACE))
+        {
             // `IGNORE | REPLACE [AS] SELECT`: taken out, and kept.
             let next = significant(i + 1).map(|(_, t)| t);
             let parenthesised = next.is_some_and(|t| matches!(t, Token::LParen));
@@ -4383,8 +4386,13 @@ mod tests {
             };
             assert!(create.query.is_some(), "{sql}");
         }
-        // A query's own parentheses are left to sqlparser.
+        // A query's own parentheses, and its REPLACE(), are left to
+        // sqlparser.
         assert!(recognise("CREATE TABLE t SELECT * FROM (SELECT 1 a) d").is_none());
+        assert!(
+            recognise("CREATE TABLE t SELECT 1 a FROM d WHERE REPLACE(b, 'a', 'z') = ''").is_none()
+        );
+        assert!(recognise("CREATE TABLE t SELECT REPLACE(b, 'a', 'z') c FROM d").is_none());
         assert!(recognise("CREATE TABLE t (b INT) AS SELECT * FROM (SELECT 1 a) d").is_none());
     }
 

@@ -991,6 +991,9 @@ impl Func {
                 // 2) of a VARCHAR(20) is 79 characters long there.
                 let mut length = bytes(0);
                 match constant(1) {
+                    // From position 0 nothing (MariaDB's `start - 1`
+                    // wraps and takes the whole length off).
+                    Some(start) if (0.0..1.0).contains(&start) => length = 0,
                     Some(start) if start < 0.0 => length = length.min((-start) as u32),
                     Some(start) if start >= 1.0 => {
                         length =

@@ -3227,12 +3227,20 @@ impl<'a> Scope<'a> {
                     // decimals (`div_precision_increment` more decimals:
                     // the kind's scale has them).
                     Arith::Div => (wa + sb, self.scale_of(e).unwrap_or(sa)),
-                    Arith::IntDiv | Arith::UnsignedIntDiv => (wa, 0),
+                    // As long as the dividend, a sign in it (`i DIV 2` of
+                    // an INT is 10 long: 9 digits).
+                    Arith::IntDiv => (wa.saturating_sub(1).max(1), 0),
+                    Arith::UnsignedIntDiv => (wa, 0),
                     Arith::Mod => (wa.max(wb), sa.max(sb)),
                 })
             }
             Expr::Cast(_, CastTo::Decimal(p, s)) => {
                 Some((u32::from(*p).saturating_sub(u32::from(*s)), u32::from(*s)))
+            }
+            // Text read as an integer: as many digits as it has characters
+            // (at most a BIGINT's), no sign among them, as MariaDB counts.
+            Expr::Cast(a, CastTo::Signed) if matches!(self.kind(a), Kind::Str { .. }) => {
+                Some((self.meta(e, "").length, 0))
             }
             // ROUND may carry a digit into the whole part; TRUNCATE not.
             Expr::Func(f @ (Func::Round | Func::Truncate), args)
