@@ -366,6 +366,9 @@ const MARIADB_TEXT_METADATA: &[(&str, MyType, u32)] = &[
     ("REGEXP_REPLACE(s, 'a', 'b')", MyType::LongBlob, 67_108_864),
     ("BINARY s", MyType::VarString, 80),
     ("FORMAT(dc, 2)", MyType::VarString, 56),
+    ("HEX(b)", MyType::VarString, 64),
+    ("HEX(u)", MyType::VarString, 80),
+    ("HEX(u + 0)", MyType::VarString, 88),
     ("CAST(COALESCE(u, i) AS CHAR)", MyType::VarString, 44),
 ];
 

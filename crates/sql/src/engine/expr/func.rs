@@ -990,10 +990,11 @@ impl Func {
                 // MariaDB's arithmetic, on the argument's bytes: SUBSTR(s,
                 // 2) of a VARCHAR(20) is 79 characters long there.
                 let mut length = bytes(0);
-                match constant(1) {
+                // The position as an integer (0.5 is 1, as val_int rounds).
+                match constant(1).map(f64::round) {
                     // From position 0 nothing (MariaDB's `start - 1`
                     // wraps and takes the whole length off).
-                    Some(start) if (0.0..1.0).contains(&start) => length = 0,
+                    Some(0.0) => length = 0,
                     Some(start) if start < 0.0 => length = length.min((-start) as u32),
                     Some(start) if start >= 1.0 => {
                         length =
@@ -1010,7 +1011,14 @@ impl Func {
             Func::Left | Func::Right => count(1).map_or(chars(0), |n| n.min(chars(0))),
             Func::Insert => chars(0).saturating_add(chars(3)),
             Func::Hex if is_text(0) => bytes(0).saturating_mul(2),
-            Func::Hex => HEX_NUMBER_CHARS,
+            // Of an unsigned integer twice its length (MariaDB's), of
+            // other numbers 16.
+            Func::Hex => match args.first() {
+                Some(a) if matches!(scope.kind(a), Kind::Int { unsigned: true }) => {
+                    scope.meta(a, "").length.saturating_mul(2)
+                }
+                _ => HEX_NUMBER_CHARS,
+            },
             Func::Unhex => bytes(0).saturating_add(1) / 2,
             Func::FromBase64 => bytes(0).saturating_mul(3).div_ceil(4),
             Func::ToBase64 => {

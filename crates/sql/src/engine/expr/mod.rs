@@ -3618,7 +3618,7 @@ impl Scope<'_> {
             }
             // A value of another row: its argument's.
             Expr::Win(i) => match self.windows.as_ref().and_then(|w| w.get(*i)) {
-                Some(w) if w.agg.is_none() => {
+                Some(w) if w.func.is_row_value() => {
                     w.args.first().map_or(computed, |a| self.display_chars(a))
                 }
                 _ => computed,
@@ -3727,16 +3727,7 @@ impl Scope<'_> {
                 _ => 255,
             },
             Expr::Win(i) => match self.windows.as_ref().and_then(|w| w.get(*i)) {
-                Some(w)
-                    if matches!(
-                        w.func,
-                        WinFn::Lag
-                            | WinFn::Lead
-                            | WinFn::FirstValue
-                            | WinFn::LastValue
-                            | WinFn::NthValue
-                    ) =>
-                {
+                Some(w) if w.func.is_row_value() => {
                     w.args.first().map_or(255, |a| self.display_chars(a))
                 }
                 Some(w) => match &w.agg {
@@ -3816,14 +3807,8 @@ impl Scope<'_> {
                     // decimals (`LAG(x / 3 + '1')` shows 4), as MariaDB
                     // types it by its argument.
                     Some(w)
-                        if matches!(
-                            w.func,
-                            WinFn::Lag
-                                | WinFn::Lead
-                                | WinFn::FirstValue
-                                | WinFn::LastValue
-                                | WinFn::NthValue
-                        ) && w.args.first().is_some_and(|a| self.kind(a) == Kind::Double) =>
+                        if w.func.is_row_value()
+                            && w.args.first().is_some_and(|a| self.kind(a) == Kind::Double) =>
                     {
                         self.decimals(&w.args[0])
                     }

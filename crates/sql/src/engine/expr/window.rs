@@ -46,6 +46,17 @@ pub enum WinFn {
     Agg,
 }
 
+impl WinFn {
+    /// A value of another row of the partition (LAG, LEAD, FIRST_VALUE,
+    /// LAST_VALUE, NTH_VALUE): typed, sized and shown as its argument.
+    pub fn is_row_value(self) -> bool {
+        matches!(
+            self,
+            WinFn::Lag | WinFn::Lead | WinFn::FirstValue | WinFn::LastValue | WinFn::NthValue
+        )
+    }
+}
+
 /// One end of a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameBound {
