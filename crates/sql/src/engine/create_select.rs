@@ -22,7 +22,7 @@ use super::catalog::{self, SqlColumn};
 use super::ddl::Duplicates;
 use super::{Answered, Conn};
 use crate::error::{SqlError, SqlResult};
-use crate::value::{charset, flags, ColumnMeta, ColumnType};
+use crate::value::{charset, flags, ColumnMeta, ColumnType, NOT_FIXED_DECIMALS};
 
 /// Most characters of a text result made a VARCHAR; a longer one is a
 /// TEXT of its bytes (MariaDB's `CONVERT_IF_BIGGER_TO_BLOB`).
@@ -192,6 +192,18 @@ fn type_of(meta: &ColumnMeta) -> SqlResult<String> {
                 .clamp(scale.max(1), DECIMAL_PRECISION_MAX);
             format!("decimal({precision},{scale}){sign}")
         }
+        // Of fixed decimals: DOUBLE(M,D), as MariaDB's field for it.
+        ColumnType::Float | ColumnType::Double if meta.decimals < NOT_FIXED_DECIMALS => {
+            let name = if meta.ty == ColumnType::Float {
+                "float"
+            } else {
+                "double"
+            };
+            let m = meta
+                .length
+                .clamp(u32::from(meta.decimals).max(1), DECIMAL_PRECISION_MAX);
+            format!("{name}({m},{}){sign}", meta.decimals)
+        }
         ColumnType::Float => format!("float{sign}"),
         ColumnType::Double => format!("double{sign}"),
         // MariaDB's column for a NULL: no bytes.
@@ -282,6 +294,8 @@ mod tests {
                 "decimal(32,0)",
             ),
             (meta(ColumnType::Double, 63, 22, 31, num), "double"),
+            // SUM(TRUNCATE(text, 1)): fixed decimals.
+            (meta(ColumnType::Double, 63, 18, 1, num), "double(18,1)"),
             (meta(ColumnType::Null, 63, 0, 0, flags::BINARY), "binary(0)"),
             (
                 meta(ColumnType::DateTime, 63, 19, 0, flags::BINARY),

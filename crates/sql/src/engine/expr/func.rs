@@ -1039,14 +1039,16 @@ impl Func {
             // point, a sign and the decimals asked for (of a number whose
             // digits are known).
             Func::Format => {
+                let decimals = count(1).map_or(FORMAT_DECIMALS_MAX, |d| d.min(FORMAT_DECIMALS_MAX));
+                // Rounded to its decimals first: dropping some may carry.
                 let whole = args.first().and_then(|a| match scope.kind(a) {
-                    Kind::Int { .. } | Kind::Dec { .. } => scope.decimal_digits(a).map(|(w, _)| w),
+                    Kind::Int { .. } | Kind::Dec { .. } => scope
+                        .decimal_digits(a)
+                        .map(|(w, scale)| w + u32::from(decimals < scale)),
                     _ => None,
                 });
                 match whole {
                     Some(w) => {
-                        let decimals =
-                            count(1).map_or(FORMAT_DECIMALS_MAX, |d| d.min(FORMAT_DECIMALS_MAX));
                         let separators = w / 3 + u32::from(decimals > 0) + 1;
                         w + separators + decimals
                     }
