@@ -20,6 +20,7 @@ use sqlparser::ast::{CreateTable, Query, Statement};
 
 use super::catalog::{self, SqlColumn};
 use super::ddl::Duplicates;
+use super::show::quote_ident;
 use super::{Answered, Conn};
 use crate::error::{SqlError, SqlResult};
 use crate::value::{charset, flags, ColumnMeta, ColumnType, NOT_FIXED_DECIMALS};
@@ -49,13 +50,15 @@ pub(super) fn run(
     partitions: Option<u32>,
     duplicates: Duplicates,
 ) -> SqlResult<Answered> {
-    // MariaDB commits what is open before a CREATE … SELECT, and the rows
-    // it writes commit with it; a temporary table's are the open
+    // MariaDB commits what is open before a CREATE … SELECT (the
+    // statement's dispatch did: its implicit commit), and the rows it
+    // writes commit with it; a temporary table's are the open
     // transaction's, as any INSERT's.
     let temporary = create.temporary;
-    if !temporary {
-        super::txn::commit(conn)?;
-    }
+    debug_assert!(
+        temporary || conn.tx.tx.is_none(),
+        "a schema statement starts with nothing open"
+    );
     let described = super::exec::describe_for_create(conn, query)?;
     let mut declared = Vec::with_capacity(described.len());
     for (meta, width) in &described {
@@ -111,10 +114,6 @@ pub(super) fn run(
             Err(e)
         }
     }
-}
-
-fn quote_ident(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 /// The declaration of a result column: a table column's copied, or one
@@ -245,7 +244,7 @@ fn text_type(meta: &ColumnMeta) -> String {
             _ => "longblob".to_owned(),
         };
     }
-    let chars = bytes.div_ceil(4);
+    let chars = bytes.div_ceil(super::expr::UTF8MB4_BYTES_PER_CHAR);
     let ty = match chars {
         // MariaDB's column of '' (a VARCHAR of no characters is no type).
         0 => "char(0)".to_owned(),

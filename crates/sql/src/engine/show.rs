@@ -769,7 +769,7 @@ fn show_index(info: &TableInfo, more: bool, sink: &mut dyn ResultSink) -> SqlRes
     send(sink, &columns, &rows, more)
 }
 
-fn quote_ident(name: &str) -> String {
+pub(crate) fn quote_ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 

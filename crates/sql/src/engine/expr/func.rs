@@ -1118,7 +1118,7 @@ impl Func {
             Func::Quote => chars(0).saturating_mul(2).saturating_add(2),
             Func::If => chars(1).max(chars(2)),
             Func::IfNull | Func::Coalesce | Func::Greatest(_) | Func::Least(_) => most(0),
-            _ if args.is_empty() => 255,
+            _ if args.is_empty() => super::TEXT_CHARS_UNKNOWN,
             _ => chars(0),
         }
     }

@@ -3577,6 +3577,13 @@ const DOUBLE_NOT_FIXED_LENGTH: u32 = 23;
 const DOUBLE_FIXED_LENGTH: u32 = 17;
 const PI_LENGTH: u32 = 8;
 
+/// The characters of a text result whose length is not known here
+/// (MySQL's 255 for such an expression).
+pub(crate) const TEXT_CHARS_UNKNOWN: u32 = 255;
+/// Bytes of a utf8mb4 character at most: a text result's length in bytes
+/// is its characters times this.
+pub(crate) const UTF8MB4_BYTES_PER_CHAR: u32 = 4;
+
 /// Bytes from which a text result is a LONGTEXT, a MEDIUMTEXT, a TEXT.
 const TEXT_LONG_BYTES: u32 = 16_777_216;
 const TEXT_MEDIUM_BYTES: u32 = 65_536;
@@ -3686,7 +3693,7 @@ impl Scope<'_> {
     pub(crate) fn display_bytes(&self, e: &Expr) -> u32 {
         let chars = self.display_chars(e);
         match self.kind(e) {
-            Kind::Str { collation: Some(_) } => chars.saturating_mul(4),
+            Kind::Str { collation: Some(_) } => chars.saturating_mul(UTF8MB4_BYTES_PER_CHAR),
             _ => chars,
         }
     }
@@ -3694,15 +3701,24 @@ impl Scope<'_> {
     /// The most characters a text expression's values have, as MariaDB
     /// sizes its column (at most [`func::TEXT_CHARS_MAX`]).
     pub(crate) fn text_chars(&self, e: &Expr) -> u32 {
+        // MIN or MAX of text: as long as its argument.
+        let min_max = |spec: Option<&AggSpec>| match spec {
+            Some(AggSpec {
+                func: AggFn::Min | AggFn::Max,
+                arg: Some(arg),
+                ..
+            }) => self.display_chars(arg),
+            _ => TEXT_CHARS_UNKNOWN,
+        };
         let chars = match e {
             Expr::Lit(Val::Null) => 0,
             Expr::Lit(v) => v.to_text().chars().count() as u32,
-            Expr::Col(c) => self.columns.get(*c).map_or(255, |c| {
+            Expr::Col(c) => self.columns.get(*c).map_or(TEXT_CHARS_UNKNOWN, |c| {
                 c.meta.length
                     / if c.meta.charset == charset::BINARY {
                         1
                     } else {
-                        4
+                        UTF8MB4_BYTES_PER_CHAR
                     }
             }),
             Expr::Cast(inner, to) => match to {
@@ -3718,29 +3734,16 @@ impl Scope<'_> {
                 .map(|r| self.display_chars(r))
                 .max()
                 .unwrap_or(0),
-            Expr::Agg(_) => match self.agg_of(e) {
-                Some(AggSpec {
-                    func: AggFn::Min | AggFn::Max,
-                    arg: Some(arg),
-                    ..
-                }) => self.display_chars(arg),
-                _ => 255,
-            },
+            Expr::Agg(_) => min_max(self.agg_of(e)),
             Expr::Win(i) => match self.windows.as_ref().and_then(|w| w.get(*i)) {
-                Some(w) if w.func.is_row_value() => {
-                    w.args.first().map_or(255, |a| self.display_chars(a))
-                }
-                Some(w) => match &w.agg {
-                    Some(AggSpec {
-                        func: AggFn::Min | AggFn::Max,
-                        arg: Some(arg),
-                        ..
-                    }) => self.display_chars(arg),
-                    _ => 255,
-                },
-                None => 255,
+                Some(w) if w.func.is_row_value() => w
+                    .args
+                    .first()
+                    .map_or(TEXT_CHARS_UNKNOWN, |a| self.display_chars(a)),
+                Some(w) => min_max(w.agg.as_ref()),
+                None => TEXT_CHARS_UNKNOWN,
             },
-            _ => 255,
+            _ => TEXT_CHARS_UNKNOWN,
         };
         chars.min(func::TEXT_CHARS_MAX)
     }
@@ -4152,7 +4155,7 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                 }
                 Some(c) => {
                     let cs = crate::engine::catalog::collation_charset(c);
-                    let bytes = chars.saturating_mul(4);
+                    let bytes = chars.saturating_mul(UTF8MB4_BYTES_PER_CHAR);
                     let mut m = ColumnMeta::expr("", text_type(bytes), cs, bytes);
                     // MySQL's "not fixed" scale of a string expression
                     // (31), but 0 for text of no fraction digits
