@@ -270,6 +270,7 @@ const MARIADB_NUMBER_METADATA: &[(&str, MyType, u32, u8)] = &[
     ("ROUND(i / 3, 2)", MyType::NewDecimal, 15, 2),
     ("ABS(i)", MyType::LongLong, 11, 0),
     ("CAST(dc AS SIGNED)", MyType::LongLong, 12, 0),
+    ("CAST(i & 6 AS UNSIGNED)", MyType::LongLong, 21, 0),
     ("1 + 1", MyType::Long, 3, 0),
     ("u + 1", MyType::LongLong, 11, 0),
     ("u DIV 2", MyType::LongLong, 10, 0),

@@ -1735,6 +1735,7 @@ pub(crate) fn first_error_in_key_order(
         && !p.distinct
         && p.rows.is_none()
         && !plans.calc_found_rows
+        && !per_row(p)
         && !assigns_user_vars(p);
     let (true, Some(table)) = (simple, &p.table) else {
         return Ok(None);

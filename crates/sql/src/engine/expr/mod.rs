@@ -3335,6 +3335,13 @@ impl<'a> Scope<'a> {
                 };
                 out = Some(match out {
                     None => (m.ty, length),
+                    Some((t, l)) if t == m.ty => (t, l.max(length)),
+                    // BIT or YEAR with another type: an integer wide
+                    // enough (MariaDB's merge rules), shown as a number.
+                    Some((t, l)) if [t, m.ty].iter().any(|t| matches!(t, ColumnType::Bit | ColumnType::Year)) => {
+                        let l = l.max(length);
+                        (long_or_longlong(l, unsigned), l)
+                    }
                     Some((t, l)) => (if rank(m.ty) > rank(t) { m.ty } else { t }, l.max(length)),
                 });
             }
@@ -3419,9 +3426,10 @@ impl<'a> Scope<'a> {
                 let m = self.meta(args.first()?, "");
                 Some((m.ty, m.length))
             }
-            // An unsigned integer's length or a literal's, at most 20;
-            // any other number's or text's 20 (a negative wraps to 20
-            // digits: '-1' is 18446744073709551615), one character's 1.
+            // An unsigned integer's length (a bit operation's 21 kept), a
+            // literal's, at most 20; any other number's or text's 20 (a
+            // negative wraps to 20 digits: '-1' is 18446744073709551615),
+            // one character's 1.
             Expr::Cast(a, CastTo::Unsigned) => {
                 let m = self.meta(a, "");
                 let length = match self.kind(a) {
@@ -3430,7 +3438,7 @@ impl<'a> Scope<'a> {
                     {
                         1
                     }
-                    Kind::Int { unsigned: true } => m.length,
+                    Kind::Int { unsigned: true } => return sized(m.length.min(INT64_DIGITS_MAX)),
                     _ if matches!(&**a, Expr::Lit(Val::Int(0..))) => m.length,
                     _ if date_field_digits(a).is_some() => m.length,
                     _ => UNSIGNED_DIGITS_MAX,
