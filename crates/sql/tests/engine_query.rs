@@ -269,6 +269,8 @@ const MARIADB_NUMBER_METADATA: &[(&str, MyType, u32, u8)] = &[
     ("CASE WHEN i THEN dc ELSE 1 END", MyType::NewDecimal, 12, 2),
     ("ROUND(i / 3, 2)", MyType::NewDecimal, 15, 2),
     ("ABS(i)", MyType::LongLong, 11, 0),
+    ("ABS(YEAR(d))", MyType::Long, 5, 0),
+    ("CAST(FLOOR(dc) AS UNSIGNED)", MyType::LongLong, 20, 0),
     ("CAST(dc AS SIGNED)", MyType::LongLong, 12, 0),
     ("CAST(i & 6 AS UNSIGNED)", MyType::LongLong, 21, 0),
     ("1 + 1", MyType::Long, 3, 0),

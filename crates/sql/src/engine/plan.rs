@@ -126,9 +126,15 @@ fn fold_constants_with<'e>(
     }
     let mut kept: Vec<Expr> = Vec::new();
     for c in cond.conjuncts() {
-        match fold_disjuncts(table, numbers, cache, c, ctx)? {
+        let mode = FoldMode {
+            numbers,
+            cache,
+            under_xor: false,
+            exact: false,
+        };
+        match fold_disjuncts(table, mode, c, ctx)? {
             Folded::True => {}
-            Folded::NotTrue => return Ok(Some(Cow::Owned(Expr::Lit(Val::Int(0))))),
+            Folded::False | Folded::Null => return Ok(Some(Cow::Owned(Expr::Lit(Val::Int(0))))),
             Folded::Expr(e) => kept.push(e),
         }
     }
@@ -323,11 +329,39 @@ fn inverse(op: CmpOp) -> Option<CmpOp> {
     }
 }
 
-/// What a conjunct folds to.
+/// What a conjunct folds to: its truth, known now (SQL's three values),
+/// or what is left to evaluate per row.
 enum Folded {
     True,
-    NotTrue,
+    False,
+    Null,
     Expr(Expr),
+}
+
+impl Folded {
+    fn of_truth(truth: Option<bool>) -> Folded {
+        match truth {
+            Some(true) => Folded::True,
+            Some(false) => Folded::False,
+            None => Folded::Null,
+        }
+    }
+}
+
+/// How [`fold_disjuncts`] folds.
+#[derive(Clone, Copy)]
+struct FoldMode {
+    /// A string compared with a number column is read as a number now.
+    numbers: bool,
+    /// A comparison's constant side that is no literal is evaluated once
+    /// ([`cached_side`]).
+    cache: bool,
+    /// Under an XOR: a constant's warnings are a row's.
+    under_xor: bool,
+    /// Under NOT or XOR: the fold keeps the three-valued answer, where a
+    /// WHERE's own ANDs and ORs need only know when it is true (`x OR
+    /// NULL` is `x` there, but `NOT (i > 5 OR NULL)` is NULL, never true).
+    exact: bool,
 }
 
 /// Whether a conjunct of `e`, or a disjunct of one, is constant, or (with
@@ -630,16 +664,31 @@ fn warned_once(mut value: Expr, ctx: &mut Ctx<'_>, before: usize) -> Expr {
 
 fn fold_disjuncts(
     table: &TableInfo,
-    numbers: bool,
-    cache: bool,
+    mode: FoldMode,
     e: &Expr,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Folded> {
+    let FoldMode {
+        numbers,
+        cache,
+        under_xor,
+        exact,
+    } = mode;
     if cache {
         fire_eager(e, ctx);
         if let Some(reordered) = arm_equalities_first(table, e) {
-            return fold_disjuncts(table, numbers, cache, &reordered, ctx);
+            return fold_disjuncts(table, mode, &reordered, ctx);
         }
+    }
+    // Under XOR a constant is a row's, read once at the first row:
+    // MariaDB's optimizer folds the constants of a WHERE's ANDs and ORs
+    // only, and an XOR's parts are evaluated per row (CREATE … SELECT
+    // seed 10: `y REGEXP … XOR ((6 = 5 XOR 'grape ' < 2) AND …)` fails
+    // strict there).
+    if under_xor && e.is_constant() {
+        let before = ctx.warnings.len();
+        let value = e.eval(&[], ctx)?;
+        return Ok(Folded::Expr(warned_once(Expr::Lit(value), ctx, before)));
     }
     if e.is_constant() {
         let before = ctx.warnings.len();
@@ -655,13 +704,10 @@ fn fold_disjuncts(
         if !has_in {
             planned_since(ctx, before);
         }
-        return Ok(match truth {
-            Some(true) => Folded::True,
-            _ => Folded::NotTrue,
-        });
+        return Ok(Folded::of_truth(truth));
     }
     if let Some(truth) = never_null_test(table, e) {
-        return Ok(if truth { Folded::True } else { Folded::NotTrue });
+        return Ok(Folded::of_truth(Some(truth)));
     }
     // A string compared with a number column is read as a number once, as
     // MariaDB caches it (its warning once, not per row).
@@ -756,9 +802,15 @@ fn fold_disjuncts(
                 let value = x.eval(&[], ctx)?;
                 return Ok(warned_once(Expr::Lit(value), ctx, before));
             }
-            Ok(match fold_disjuncts(table, numbers, cache, x, ctx)? {
+            let mode = FoldMode {
+                under_xor: true,
+                exact: true,
+                ..mode
+            };
+            Ok(match fold_disjuncts(table, mode, x, ctx)? {
                 Folded::True => Expr::Lit(Val::Int(1)),
-                Folded::NotTrue => x.clone(),
+                Folded::False => Expr::Lit(Val::Int(0)),
+                Folded::Null => Expr::Lit(Val::Null),
                 Folded::Expr(x) => x,
             })
         };
@@ -767,8 +819,19 @@ fn fold_disjuncts(
     }
     // Under NOT too (`NOT ('date' = f)` reads 'date' before the rows).
     if let Expr::Not(inner) = e {
-        return Ok(match fold_disjuncts(table, numbers, cache, inner, ctx)? {
-            Folded::True => Folded::NotTrue,
+        // `NOT (c IS NULL)` of a NOT NULL column is `c IS NOT NULL`,
+        // which MariaDB tests per row (above).
+        if never_null_test(table, inner).is_some() {
+            return Ok(Folded::Expr(e.clone()));
+        }
+        let mode = FoldMode {
+            exact: true,
+            ..mode
+        };
+        return Ok(match fold_disjuncts(table, mode, inner, ctx)? {
+            Folded::True => Folded::False,
+            Folded::False => Folded::True,
+            Folded::Null => Folded::Null,
             // NOT of an order comparison is the opposite one (NULL either
             // way), which a key's range can use, as MariaDB's range
             // optimizer does: `NOT ('Banana' < id)` reads `id <= 0` only,
@@ -778,32 +841,53 @@ fn fold_disjuncts(
                 None => Expr::Not(Box::new(Expr::Cmp(op, a, b, c))),
             }),
             Folded::Expr(inner) => Folded::Expr(Expr::Not(Box::new(inner))),
-            // False or NULL: NOT of it is not known here.
-            Folded::NotTrue => Folded::Expr(e.clone()),
         });
     }
     // An AND inside an OR, conjunct by conjunct as a WHERE's are
     // (`b = 'x' OR (f = '9x' AND …)` reads '9x' once, as MariaDB's).
     if let Expr::And(..) = e {
         let mut kept = Vec::new();
+        let mut null = false;
         for c in e.conjuncts() {
-            match fold_disjuncts(table, numbers, cache, c, ctx)? {
+            match fold_disjuncts(table, mode, c, ctx)? {
                 Folded::True => {}
-                Folded::NotTrue => return Ok(Folded::NotTrue),
+                Folded::False => return Ok(Folded::False),
+                // Not true: all a WHERE's own AND needs to know.
+                Folded::Null if !exact => return Ok(Folded::Null),
+                Folded::Null => null = true,
                 Folded::Expr(x) => kept.push(x),
             }
+        }
+        if null {
+            if kept.is_empty() {
+                return Ok(Folded::Null);
+            }
+            // FALSE where another conjunct is, else NULL: per row.
+            kept.push(Expr::Lit(Val::Null));
         }
         return Ok(Expr::and_of(kept).map_or(Folded::True, Folded::Expr));
     }
     let Expr::Or(a, b) = e else {
         return Ok(Folded::Expr(e.clone()));
     };
-    Ok(match fold_disjuncts(table, numbers, cache, a, ctx)? {
+    // `x OR NULL` is TRUE where x is, else NULL: kept whole where the
+    // answer must be exact, x alone where only TRUE counts.
+    let or_null = |x: Expr| match exact {
+        true => Folded::Expr(Expr::Or(Box::new(x), Box::new(Expr::Lit(Val::Null)))),
+        false => Folded::Expr(x),
+    };
+    Ok(match fold_disjuncts(table, mode, a, ctx)? {
         Folded::True => Folded::True,
-        Folded::NotTrue => fold_disjuncts(table, numbers, cache, b, ctx)?,
-        Folded::Expr(a) => match fold_disjuncts(table, numbers, cache, b, ctx)? {
+        Folded::False => fold_disjuncts(table, mode, b, ctx)?,
+        Folded::Null => match fold_disjuncts(table, mode, b, ctx)? {
             Folded::True => Folded::True,
-            Folded::NotTrue => Folded::Expr(a),
+            Folded::False | Folded::Null => Folded::Null,
+            Folded::Expr(b) => or_null(b),
+        },
+        Folded::Expr(a) => match fold_disjuncts(table, mode, b, ctx)? {
+            Folded::True => Folded::True,
+            Folded::False => Folded::Expr(a),
+            Folded::Null => or_null(a),
             Folded::Expr(b) => Folded::Expr(Expr::Or(Box::new(a), Box::new(b))),
         },
     })

@@ -3338,7 +3338,11 @@ impl<'a> Scope<'a> {
                     Some((t, l)) if t == m.ty => (t, l.max(length)),
                     // BIT or YEAR with another type: an integer wide
                     // enough (MariaDB's merge rules), shown as a number.
-                    Some((t, l)) if [t, m.ty].iter().any(|t| matches!(t, ColumnType::Bit | ColumnType::Year)) => {
+                    Some((t, l))
+                        if [t, m.ty]
+                            .iter()
+                            .any(|t| matches!(t, ColumnType::Bit | ColumnType::Year)) =>
+                    {
                         let l = l.max(length);
                         (long_or_longlong(l, unsigned), l)
                     }
@@ -3359,7 +3363,11 @@ impl<'a> Scope<'a> {
                 let m = self.meta(args.first()?, "");
                 Some((m.ty, m.length))
             }
-            Expr::Func(Func::Abs, args) => sized(self.meta(args.first()?, "").length),
+            // A date field's a sign longer (`ABS(YEAR(d))` 5), as MariaDB's.
+            Expr::Func(Func::Abs, args) => {
+                let a = args.first()?;
+                sized(self.meta(a, "").length + u32::from(date_field_digits(a).is_some()))
+            }
             Expr::Func(Func::Mod, _) => sized(self.decimal_digits(e)?.0 + sign),
             // ROUND of an integer to a place left of the point may carry
             // a digit; else it is its argument.
@@ -4043,8 +4051,14 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
     // FLOOR/CEIL of a DECIMAL whose length is known: MariaDB's length,
     // the argument's less its decimals, and an INT below 11 digits.
     // (Of an unsigned one, made unsigned: `Scope::unsigned_rounding`.)
+    // A user's CAST(FLOOR(c) AS UNSIGNED) of a signed c is a CAST's.
     let rounded = match e {
-        Expr::Cast(inner, CastTo::Unsigned) => inner,
+        Expr::Cast(inner, CastTo::Unsigned)
+            if matches!(&**inner, Expr::Func(Func::Ceil | Func::Floor, args)
+                if args.first().is_some_and(|a| scope.unsigned_decimal(a))) =>
+        {
+            inner
+        }
         other => other,
     };
     let int_val_length = match rounded {

@@ -483,6 +483,9 @@ fn fold_one_table(
     if t.outer {
         e.each(&mut |x| null_test |= matches!(x, Expr::IsNull(..)));
     }
+    if !single && !e.has_sub() {
+        return fold_constant_parts(spec, e, ctx);
+    }
     if !single || null_test || t.rows.is_some() || t.semi.is_some() || e.has_sub() {
         return Ok(Some(e.clone()));
     }
@@ -492,6 +495,33 @@ fn fold_one_table(
         match crate::engine::plan::fold_constants(&t.table, Some(&local), true, ctx)? {
             Some(std::borrow::Cow::Borrowed(_)) => Some(e.clone()),
             Some(std::borrow::Cow::Owned(folded)) => Some(map_columns(&folded, &|c| c + offset)),
+            None => None,
+        },
+    )
+}
+
+/// Where [`fold_constant_parts`] moves a conjunct's columns: past any
+/// table's, so the fold sees none of them.
+const UNSEEN_COLUMN_OFFSET: usize = 1 << 20;
+
+/// A conjunct of several tables with its constant parts folded, as
+/// MariaDB's optimizer folds the constants of a WHERE's ANDs and ORs
+/// whichever tables they sit beside (`t2.y IN (…, 3) OR NOT ('a' = 'b'
+/// AND t1.b >= t1.a)` is true before any row, and no row's `t2.y` is read
+/// as a number: CREATE … SELECT seed 10). The columns are moved out of
+/// the fold's sight ([`UNSEEN_COLUMN_OFFSET`]): no table's column is
+/// converted or tested by it. None when it folds to true.
+fn fold_constant_parts(spec: &JoinSpec, e: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Expr>> {
+    let Some(first) = spec.tables.first() else {
+        return Ok(Some(e.clone()));
+    };
+    let unseen = map_columns(e, &|c| c + UNSEEN_COLUMN_OFFSET);
+    Ok(
+        match crate::engine::plan::fold_constants(&first.table, Some(&unseen), true, ctx)? {
+            Some(std::borrow::Cow::Borrowed(_)) => Some(e.clone()),
+            Some(std::borrow::Cow::Owned(folded)) => {
+                Some(map_columns(&folded, &|c| c - UNSEEN_COLUMN_OFFSET))
+            }
             None => None,
         },
     )
