@@ -125,12 +125,26 @@ def literal(v):
 class Gen:
     """A random query; `cols` are the columns in scope, by kind."""
 
-    def __init__(self, rng, binary=None):
+    def __init__(self, rng, binary=None, nulls=None):
         self.rng = rng
         # With --binary-literals, some ASCII words are written as hex
         # literals, drawn from their own generator so that a seed's
         # queries are otherwise the same with or without them.
         self.binary = binary
+        # With --nulls, some conditions are NULL or constant ones (SQL's
+        # three values under NOT, XOR, AND and OR), drawn likewise.
+        self.nulls = nulls
+
+    def null_cond(self, scope):
+        r = self.nulls
+        col = r.choice(scope)[0]
+        return r.choice([
+            "NULL", "1", "0", "NULL = 1", "NULLIF(1, 1)",
+            "%s > NULL" % col,
+            "%s IN (1, NULL, 3)" % col,
+            "%s NOT IN (2, NULL)" % col,
+            "(%s <=> NULL)" % col,
+        ])
 
     def word(self):
         w = self.rng.choice(WORDS)
@@ -230,6 +244,8 @@ class Gen:
         return self.rng.choice(ops)()
 
     def cond(self, scope, depth=0):
+        if self.nulls is not None and self.nulls.random() < 0.2:
+            return self.null_cond(scope)
         r = self.rng.random()
         # MariaDB 10.11 answers 1 for `v NOT IN (SELECT c …)` whose c has a
         # NULL when v lies outside c's type (t1.f's 4294967296 against an
@@ -407,9 +423,9 @@ def norm(v):
 class DmlGen:
     """A random write to t3 (or to t1, whose rows the SELECTs read)."""
 
-    def __init__(self, rng, binary=None):
+    def __init__(self, rng, binary=None, nulls=None):
         self.rng = rng
-        self.exprs = Gen(rng, binary)
+        self.exprs = Gen(rng, binary, nulls)
         self.table, self.spec = "t3", T3
 
     def value(self, col):
@@ -576,10 +592,10 @@ READ_SCOPES = {
 
 
 def dml(conns, rng, args):
-    gen = DmlGen(rng, binary_rng(args, 0))
+    gen = DmlGen(rng, binary_rng(args, 0), nulls_rng(args, 0))
     # The reads draw from their own generator, so that the writes of a
     # seed are the same with or without them.
-    reads = Gen(random.Random(args.seed + 1_000_003), binary_rng(args, 1))
+    reads = Gen(random.Random(args.seed + 1_000_003), binary_rng(args, 1), nulls_rng(args, 1))
     differences = 0
     for n in range(args.queries):
         sql, table = gen.statement()
@@ -634,7 +650,7 @@ def create_select(conns, rng, args):
     code or affected rows, then the table's columns (type and NULL-ness,
     as information_schema shows them) and rows are compared; the table
     is dropped before the next."""
-    gen = Gen(rng, binary_rng(args, 0))
+    gen = Gen(rng, binary_rng(args, 0), nulls_rng(args, 0))
     differences = 0
     columns = ("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS"
                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'ct' ORDER BY ORDINAL_POSITION")
@@ -720,6 +736,13 @@ def binary_rng(args, stream):
     return random.Random(args.seed * 2 + stream + 7_000_001)
 
 
+def nulls_rng(args, stream):
+    """The generator of --nulls' choices, or None without it."""
+    if not args.nulls:
+        return None
+    return random.Random(args.seed * 2 + stream + 9_000_001)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--skarv-port", type=int, required=True)
@@ -732,6 +755,8 @@ def main():
                     help="CREATE TABLE … SELECT: the columns' types and the rows compared")
     ap.add_argument("--binary-literals", action="store_true",
                     help="write some text literals as hex literals (0x61, X'61')")
+    ap.add_argument("--nulls", action="store_true",
+                    help="some conditions NULL or constant (three-valued logic)")
     ap.add_argument("--db", default="difffuzz",
                     help="the database to (re)create on both servers; one per concurrent run")
     args = ap.parse_args()
@@ -757,7 +782,7 @@ def main():
         return dml(conns, rng, args)
     if args.create_select:
         return create_select(conns, rng, args)
-    gen = Gen(rng, binary_rng(args, 0))
+    gen = Gen(rng, binary_rng(args, 0), nulls_rng(args, 0))
     differences = 0
     both_errors = 0
     for n in range(args.queries):
