@@ -389,6 +389,7 @@ fn has_constant_part(table: &TableInfo, numbers: bool, cache: bool, e: &Expr) ->
                 || (numbers
                     && (time_vs_text(table, other)
                         || number_in_texts(table, other).is_some()
+                        || temporal_in_numbers(table, other).is_some()
                         || number_between_texts(table, other).is_some()
                         || (cache && cached_side(other).is_some())))
                 || (cache && has_eager(other))
@@ -498,6 +499,29 @@ fn number_in_texts(table: &TableInfo, e: &Expr) -> Option<bool> {
     let ty = &table.columns.get(col)?.ty;
     let texts = list.iter().all(|i| i.text_literal().is_some());
     (texts && ty.is_number()).then(|| reads_as_integer(ty))
+}
+
+/// `col IN (…)` of a DATE, DATETIME or TIMESTAMP column with numbers
+/// and NULLs only: whether the column has a time.
+fn temporal_in_numbers(table: &TableInfo, e: &Expr) -> Option<bool> {
+    let Expr::In(x, list, ..) = e else {
+        return None;
+    };
+    let Expr::Col(col) = **x else {
+        return None;
+    };
+    let with_time = match table.columns.get(col)?.ty {
+        SqlType::Date => false,
+        SqlType::DateTime { .. } | SqlType::Timestamp { .. } => true,
+        _ => return None,
+    };
+    let numbers = list.iter().all(|i| {
+        matches!(
+            i,
+            Expr::Lit(Val::Null | Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_))
+        )
+    });
+    numbers.then_some(with_time)
 }
 
 /// `col BETWEEN lo AND hi` of a number column with a string literal
@@ -745,6 +769,43 @@ fn fold_disjuncts(
             *c,
             *from,
         )));
+    }
+    // An IN list of numbers (and NULLs) against a DATE or DATETIME column
+    // is read as dates once, as MariaDB's IN reads it when it prepares
+    // the statement: its warnings never a row's (a strict INSERT …
+    // SELECT only warns), given with no row read too. When no item is a
+    // date, 0 or NULL MariaDB compares the list per row as well (`d IN
+    // (1, 3)` fails a strict INSERT … SELECT there, as here).
+    if let (true, Some(with_time), Expr::In(x, list, negated, c, from)) =
+        (numbers, temporal_in_numbers(table, e), e)
+    {
+        let before = ctx.warnings.len();
+        let mut kept = false;
+        let items = list
+            .iter()
+            .map(|i| match i {
+                Expr::Lit(Val::Null) => {
+                    kept = true;
+                    i.clone()
+                }
+                Expr::Lit(v) => {
+                    let (t, date) = super::expr::eval::temporal_of_number(v, with_time, ctx);
+                    kept |= date;
+                    Expr::Lit(t)
+                }
+                other => other.clone(),
+            })
+            .collect();
+        prepared_since(ctx, before);
+        if kept {
+            return Ok(Folded::Expr(Expr::In(
+                x.clone(),
+                items,
+                *negated,
+                *c,
+                *from,
+            )));
+        }
     }
     // A BETWEEN's string bounds likewise, each with its warning at the
     // first row compared (a key's range reads them silently: `silent`).

@@ -1580,6 +1580,33 @@ fn packed_number(v: &Val, with_time: bool, ctx: &mut Ctx<'_>) -> i128 {
     }
 }
 
+/// A number read once as a DATE's or DATETIME's value (`with_time`), as
+/// MariaDB's IN reads its list of numbers against such a column when it
+/// prepares the statement: the value [`packed_number`] makes of it, so it
+/// compares as the number would, the zero date with 1292 for one that
+/// is no date; and whether it was one (0 is).
+pub fn temporal_of_number(v: &Val, with_time: bool, ctx: &mut Ctx<'_>) -> (Val, bool) {
+    let before = ctx.warnings.len();
+    let packed = packed_number(v, with_time, ctx);
+    let date = ctx.warnings.len() == before || packed != 0;
+    let part = |p: i128, unit: i128| u32::try_from((p / unit) % 100).unwrap_or(0);
+    let micros = u32::try_from(packed % 1_000_000).unwrap_or(0);
+    let hms = packed / 1_000_000 % 1_000_000;
+    let ymd = packed / 1_000_000_000_000;
+    let day = Date {
+        year: u16::try_from(ymd / 10_000).unwrap_or(0),
+        month: part(ymd, 100) as u8,
+        day: part(ymd, 1) as u8,
+    };
+    let time = Time {
+        hour: part(hms, 10_000) as u8,
+        minute: part(hms, 100) as u8,
+        second: part(hms, 1) as u8,
+        micros,
+    };
+    (Val::DateTime(day, time), date)
+}
+
 /// Whether a number has a fraction.
 fn micros_of(v: &Val) -> bool {
     match v {
