@@ -882,8 +882,9 @@ impl Func {
                 true
             }
             F::Database | F::NullIf => true,
-            // IF(c, a, b): NULL where a or b is (the first is the condition).
-            F::If => args.skip(1).any(|n| n),
+            // IF(c, a, b): NULL where a or b is, and (MariaDB's metadata)
+            // where the condition is: `IF(i > 1, 2, 3)` says NULL-able.
+            F::If => args.any(|n| n),
             // NULL only when every argument is.
             F::Coalesce | F::IfNull => args.all(|n| n),
             // NULL only of a NULL argument, as MariaDB's metadata says.

@@ -3501,10 +3501,15 @@ impl<'a> Scope<'a> {
             Expr::Like(a, b, ..) => self.nullable(a) || self.nullable(b),
             Expr::In(a, list, ..) => self.nullable(a) || list.iter().any(|e| self.nullable(e)),
             Expr::Between(a, b, c, ..) => self.nullable(a) || self.nullable(b) || self.nullable(c),
-            // Without ELSE, NULL where no WHEN holds.
-            Expr::Case(_, whens, otherwise) => {
+            // Without ELSE, NULL where no WHEN holds. MariaDB's metadata
+            // says NULL-able of any NULL-able argument, the operand and
+            // the WHENs too (`CASE WHEN i > 1 THEN 2 ELSE id END`).
+            Expr::Case(operand, whens, otherwise) => {
                 otherwise.as_ref().is_none_or(|o| self.nullable(o))
-                    || whens.iter().any(|(_, then)| self.nullable(then))
+                    || operand.as_ref().is_some_and(|o| self.nullable(o))
+                    || whens
+                        .iter()
+                        .any(|(when, then)| self.nullable(when) || self.nullable(then))
             }
             // A number of a value never NULL (text that is none is 0).
             Expr::Cast(
