@@ -23,6 +23,7 @@ pub mod ddl;
 pub mod dialect;
 pub mod exec;
 pub mod expr;
+pub(crate) mod group_order;
 pub mod plan;
 pub mod prepared;
 pub mod session;
@@ -273,6 +274,7 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
         .tokenize_with_location()
         .map_err(SqlError::syntax)?;
     session::mend_words(&mut tokens);
+    let group_order = group_order::strip(&mut tokens);
     // DUAL is checked and the tree walked for it only when the word is
     // there at all.
     let dual = mentions_dual(&tokens);
@@ -285,6 +287,11 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
         .map_err(SqlError::syntax)?;
     if dual {
         statements.iter_mut().for_each(dual_as_no_table);
+    }
+    if let Some(order) = &group_order {
+        for s in &mut statements {
+            group_order::apply(order, s)?;
+        }
     }
     Ok(statements)
 }

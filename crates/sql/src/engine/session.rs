@@ -1011,6 +1011,7 @@ fn show_warnings_statement(spanned: &[TokenWithSpan], sql: &str) -> SqlResult<St
 
 fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     mend_words(&mut spanned);
+    let group_order = super::group_order::strip(&mut spanned);
     // DUAL is checked and the tree walked for it only when the word is
     // there at all.
     let dual = super::mentions_dual(&spanned);
@@ -1170,6 +1171,9 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     }
     if dual {
         super::dual_as_no_table(&mut statement);
+    }
+    if let Some(order) = &group_order {
+        super::group_order::apply(order, &mut statement)?;
     }
     if is_do {
         // Expressions only: no FROM, WHERE, UNION, ORDER BY or LIMIT.
