@@ -132,6 +132,11 @@ pub fn describe_for_create(
         .enumerate()
         .map(|(at, m)| {
             let item = single.and_then(|p| p.items.get(at));
+            // NULLIF's field is its first argument's.
+            let item = match item {
+                Some(Expr::Func(expr::Func::NullIf, args)) => args.first(),
+                other => other,
+            };
             let width = item
                 .and_then(expr::date_field_digits)
                 .map(|digits| digits + 1);

@@ -1042,11 +1042,17 @@ impl Func {
             Func::Format => {
                 let decimals = count(1).map_or(FORMAT_DECIMALS_MAX, |d| d.min(FORMAT_DECIMALS_MAX));
                 // Rounded to its decimals first: dropping some may carry.
+                // Of a DOUBLE or text, a DOUBLE's widest whole part; of a
+                // temporal value, its number's digits (`20240102`).
                 let whole = args.first().and_then(|a| match scope.kind(a) {
                     Kind::Int { .. } | Kind::Dec { .. } => scope
                         .decimal_digits(a)
                         .map(|(w, scale)| w + u32::from(decimals < scale)),
-                    _ => None,
+                    Kind::Double | Kind::Str { .. } => Some(FORMAT_DOUBLE_WHOLE_DIGITS),
+                    Kind::Null => Some(FORMAT_DOUBLE_WHOLE_DIGITS - 1),
+                    Kind::Date => Some(8),
+                    Kind::DateTime { .. } => Some(14),
+                    Kind::Time { .. } => Some(7),
                 });
                 match whole {
                     Some(w) => {
@@ -3934,6 +3940,10 @@ const INET_NTOA_CHARS: u32 = 31;
 const USER_CHARS: u32 = 384;
 /// FORMAT's most decimals (MariaDB's `FORMAT_MAX_DECIMALS`).
 const FORMAT_DECIMALS_MAX: u32 = 38;
+
+/// The whole digits MariaDB allows FORMAT of a DOUBLE or of text: a
+/// DOUBLE's widest (1.8e308 written out) and a sign.
+const FORMAT_DOUBLE_WHOLE_DIGITS: u32 = 310;
 /// JSON_TYPE's longest name, as MariaDB sizes it.
 const JSON_TYPE_CHARS: u32 = 12;
 /// DATE_FORMAT of a format that is no literal.

@@ -326,6 +326,65 @@ pub fn warn_once_eager(value: Expr, code: u16, message: String) -> Expr {
     warn_once_site(value, code, message, true)
 }
 
+/// IF's condition when it is an AND or an OR (or NOT of one) with its
+/// constant arguments read now: MariaDB takes IF's condition for a
+/// top-level one, whose AND and OR evaluate their constant arguments
+/// when the statement is prepared (`Item_cond`), so their warnings are
+/// the planning's (a strict CREATE … SELECT only warns of `IF('a%b' >= 6
+/// OR id > 0, …)`, and fails on `IF('a%b' >= 6, …)`, a row's) and never
+/// a row's again. Only comparisons and arithmetic of literals are read
+/// (nothing a session's time zone or variables decide); one that fails
+/// is left to fail at a row.
+fn top_level_constants(condition: Expr) -> Expr {
+    fn literal_only(e: &Expr) -> bool {
+        let mut only = e.is_constant();
+        e.each(&mut |x| {
+            only &= matches!(
+                x,
+                Expr::Lit(_)
+                    | Expr::Cmp(..)
+                    | Expr::Arith(..)
+                    | Expr::Neg(_)
+                    | Expr::Not(_)
+                    | Expr::And(..)
+                    | Expr::Or(..)
+                    | Expr::Xor(..)
+                    | Expr::In(..)
+                    | Expr::Between(..)
+                    | Expr::IsNull(..)
+            )
+        });
+        only
+    }
+    fn read(e: Expr) -> Expr {
+        match e {
+            Expr::And(a, b) => Expr::And(Box::new(read(*a)), Box::new(read(*b))),
+            Expr::Or(a, b) => Expr::Or(Box::new(read(*a)), Box::new(read(*b))),
+            Expr::Not(a) if matches!(*a, Expr::And(..) | Expr::Or(..)) => {
+                Expr::Not(Box::new(read(*a)))
+            }
+            leaf if literal_only(&leaf) => {
+                let env = Env::default();
+                let mut ctx = Ctx::new(&[], &env);
+                let Ok(value) = leaf.eval(&[], &mut ctx) else {
+                    return leaf;
+                };
+                let mut read = Expr::Lit(value);
+                for (code, message) in ctx.warnings {
+                    read = warn_once_site(read, code | eval::PLANNED_BIT, message, false);
+                }
+                read
+            }
+            other => other,
+        }
+    }
+    match condition {
+        c @ (Expr::And(..) | Expr::Or(..)) => read(c),
+        Expr::Not(a) if matches!(*a, Expr::And(..) | Expr::Or(..)) => read(Expr::Not(a)),
+        other => other,
+    }
+}
+
 fn warn_once_site(value: Expr, code: u16, message: String, eager: bool) -> Expr {
     // One numbering for every site, so that no two share a number.
     static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -2245,6 +2304,12 @@ impl<'a> Scope<'a> {
             }
             _ => {}
         }
+        if name == "IF" {
+            if let Some(condition) = lowered.first_mut() {
+                *condition =
+                    top_level_constants(std::mem::replace(condition, Expr::Lit(Val::Null)));
+            }
+        }
         let call = func::lower_call(&name, lowered).map_err(|e| match e.code {
             codes::SP_DOES_NOT_EXIST => self.unknown_function(&f.name),
             _ => e,
@@ -3550,8 +3615,9 @@ impl<'a> Scope<'a> {
             }
         }
         if window.is_some_and(|w| matches!(w.func, WinFn::PercentRank | WinFn::CumeDist)) {
-            // MariaDB's: a DOUBLE shown with ten decimals.
+            // MariaDB's: a DOUBLE of 17 shown with ten decimals.
             meta.decimals = 10;
+            meta.length = WINDOW_FRACTION_LENGTH;
         }
         if let Some(concat) = self.concat_of(e) {
             // MariaDB's: VARCHAR up to 512 bytes of group_concat_max_len,
@@ -3955,6 +4021,10 @@ const UNSIGNED_DIGITS_MAX: u32 = 20;
 
 /// MariaDB's most digits of a DIV's result (`MY_INT64_NUM_DECIMAL_DIGITS`).
 const INT64_DIGITS_MAX: u32 = 21;
+
+/// The length MariaDB gives PERCENT_RANK and CUME_DIST (a fraction of
+/// ten decimals).
+const WINDOW_FRACTION_LENGTH: u32 = 17;
 
 /// MariaDB's `type_handler_long_or_longlong`: an integer of this many
 /// characters is an INT up to 9 (10 unsigned), else a BIGINT.
