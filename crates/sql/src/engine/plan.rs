@@ -760,7 +760,9 @@ fn fold_disjuncts(
     }
     // An IN list of strings against a number column is read once, as
     // MariaDB's IN reads such a list when it is set up: its warnings are
-    // the planning's, never a row's (a strict write only warns).
+    // the planning's, never a row's (a strict INSERT … SELECT or
+    // single-table write only warns; a strict multi-table UPDATE, which
+    // MariaDB makes strict before it sets the list up, fails).
     if let (true, Some(integer), Expr::In(x, list, negated, c, from)) =
         (numbers, number_in_texts(table, e), e)
     {
@@ -769,7 +771,7 @@ fn fold_disjuncts(
             .iter()
             .map(|i| text_as_number(i, integer, ctx))
             .collect();
-        prepared_since(ctx, before);
+        planned_since(ctx, before);
         return Ok(Folded::Expr(Expr::In(
             x.clone(),
             items,
@@ -804,7 +806,8 @@ fn fold_disjuncts(
                 other => other.clone(),
             })
             .collect();
-        prepared_since(ctx, before);
+        // The planning's, as a list of strings against a number column.
+        planned_since(ctx, before);
         if kept {
             return Ok(Folded::Expr(Expr::In(
                 x.clone(),
