@@ -357,12 +357,21 @@ fn top_level_constants(condition: Expr) -> Expr {
         });
         only
     }
-    fn read(e: Expr) -> Expr {
+    // `negated`: under a NOT, where FALSE and NULL differ.
+    fn read(e: Expr, negated: bool) -> Expr {
         match e {
-            Expr::And(a, b) => Expr::And(Box::new(read(*a)), Box::new(read(*b))),
-            Expr::Or(a, b) => Expr::Or(Box::new(read(*a)), Box::new(read(*b))),
+            Expr::And(a, b) => Expr::And(Box::new(read(*a, negated)), Box::new(read(*b, negated))),
+            Expr::Or(a, b) => Expr::Or(Box::new(read(*a, negated)), Box::new(read(*b, negated))),
             Expr::Not(a) if matches!(*a, Expr::And(..) | Expr::Or(..)) => {
-                Expr::Not(Box::new(read(*a)))
+                Expr::Not(Box::new(read(*a, true)))
+            }
+            // `c < c`, `c > c`, `c <> c`: never true, so FALSE where NULL
+            // and FALSE are alike, as MariaDB folds them (`IF(x < x AND y
+            // IN ('a', 3), …)` never reads y: CREATE … SELECT seed 13).
+            Expr::Cmp(CmpOp::Lt | CmpOp::Gt | CmpOp::Ne, a, b, _)
+                if !negated && matches!((&*a, &*b), (Expr::Col(x), Expr::Col(y)) if x == y) =>
+            {
+                Expr::Lit(Val::Int(0))
             }
             leaf if literal_only(&leaf) => {
                 let env = Env::default();
@@ -380,8 +389,8 @@ fn top_level_constants(condition: Expr) -> Expr {
         }
     }
     match condition {
-        c @ (Expr::And(..) | Expr::Or(..)) => read(c),
-        Expr::Not(a) if matches!(*a, Expr::And(..) | Expr::Or(..)) => read(Expr::Not(a)),
+        c @ (Expr::And(..) | Expr::Or(..)) => read(c, false),
+        Expr::Not(a) if matches!(*a, Expr::And(..) | Expr::Or(..)) => read(Expr::Not(a), false),
         other => other,
     }
 }
