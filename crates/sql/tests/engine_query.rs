@@ -380,6 +380,7 @@ const MARIADB_TEXT_METADATA: &[(&str, MyType, u32)] = &[
     ("FORMAT(f, 2)", MyType::VarString, 1668),
     ("FORMAT(s, 0)", MyType::VarString, 1656),
     ("FORMAT(d, 0)", MyType::VarString, 44),
+    ("QUOTE(LEFT(s, 0))", MyType::VarString, 16),
     ("FORMAT(i, 2)", MyType::VarString, 68),
     ("HEX(b)", MyType::VarString, 64),
     ("HEX(u)", MyType::VarString, 80),

@@ -1798,7 +1798,9 @@ fn first_error_of_rows(
         for item in &p.items {
             match item.eval(&row, ctx) {
                 Ok(v) => values.push(v),
-                Err(error) => return Some(error),
+                // A warning of an item before it came first: strict mode
+                // made that one the error.
+                Err(error) => return Some(super::write::strict_error(ctx).unwrap_or(error)),
             }
         }
         if let Some(error) = super::write::strict_error(ctx) {

@@ -184,7 +184,24 @@ fn insert(
                     row_by_row = Some(source);
                 }
                 let source = keyed.as_ref().unwrap_or(source);
-                super::select::run(conn, source, params, placeholders, false, &mut sink)?;
+                let ran = super::select::run(conn, source, params, placeholders, false, &mut sink);
+                // A value error the SELECT met (1690) may be of a row after
+                // one whose warning MariaDB, running row by row, fails on.
+                if let (Err(error), Some(q)) = (&ran, row_by_row) {
+                    if VALUE_ERRORS.contains(&error.code) {
+                        conn.session.rewind_diagnostics(mark);
+                        let replayed = first_error_row_by_row(
+                            conn,
+                            q,
+                            params,
+                            placeholders,
+                            (&table, &targets),
+                            replace,
+                        );
+                        return Err(replayed.unwrap_or_else(|| error.clone()));
+                    }
+                }
+                ran?;
                 if ctx.strict {
                     // The SELECT's warnings went to the session already.
                     let first = conn.session.notes()[mark.1..]

@@ -1122,7 +1122,8 @@ impl Func {
             Func::Inet6Ntoa => 39,
             Func::Inet6Aton => 16,
             Func::Soundex => chars(0).max(4),
-            Func::Quote => chars(0).saturating_mul(2).saturating_add(2),
+            // Each character escaped and two quotes; at least NULL's 4.
+            Func::Quote => chars(0).saturating_mul(2).saturating_add(2).max(4),
             Func::If => chars(1).max(chars(2)),
             Func::IfNull | Func::Coalesce | Func::Greatest(_) | Func::Least(_) => most(0),
             _ if args.is_empty() => super::TEXT_CHARS_UNKNOWN,
