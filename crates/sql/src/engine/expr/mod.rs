@@ -3250,6 +3250,19 @@ impl<'a> Scope<'a> {
     /// operands' digits), a CAST, SUM (22 more whole digits), AVG, MIN and
     /// MAX; an integer literal's or column's digits; None where it is not
     /// known here.
+    /// [`Scope::decimal_digits`] of an arithmetic operand, where a date,
+    /// a datetime or a time is the number it reads as: `YYYYMMDD`'s 8
+    /// digits, `YYYYMMDDhhmmss`'s 14, `hhhmmss`'s 7 (`i + d` of an INT is
+    /// a BIGINT of 12, as MariaDB's).
+    fn operand_digits(&self, e: &Expr) -> Option<(u32, u32)> {
+        match self.kind(e) {
+            Kind::Date => Some((8, 0)),
+            Kind::DateTime { fsp: 0 } => Some((14, 0)),
+            Kind::Time { fsp: 0 } => Some((7, 0)),
+            _ => self.decimal_digits(e),
+        }
+    }
+
     fn decimal_digits(&self, e: &Expr) -> Option<(u32, u32)> {
         match e {
             Expr::Lit(Val::Dec(d)) => Some((d.int_digits(), u32::from(d.scale))),
@@ -3294,7 +3307,7 @@ impl<'a> Scope<'a> {
                 self.decimal_digits(a)
             }
             Expr::Arith(op, a, b, _) => {
-                let ((wa, sa), (wb, sb)) = (self.decimal_digits(a)?, self.decimal_digits(b)?);
+                let ((wa, sa), (wb, sb)) = (self.operand_digits(a)?, self.operand_digits(b)?);
                 Some(match op {
                     Arith::Mul => (wa + wb, sa + sb),
                     Arith::Add | Arith::Sub => (wa.max(wb) + 1, sa.max(sb)),
@@ -3993,10 +4006,11 @@ impl Scope<'_> {
 /// The metadata of an expression column of a kind.
 /// For DATE_ADD/DATE_SUB (ADDDATE, SUBDATE, TIMESTAMPADD) whose result is
 /// text (its first argument is no DATE or DATETIME), the decimals MariaDB
-/// gives it: the fraction digits of a string literal (at most 6), 6 for a
-/// column (whose values may have any) or a MICROSECOND unit, 0 for the
-/// rest. None for any other expression.
-fn date_add_text(e: &Expr) -> Option<u8> {
+/// gives it: the fraction digits of a string literal (at most 6), of a
+/// column its type's (an integer's none, a DECIMAL's scale up to 6, any
+/// other's 6), 6 for a MICROSECOND unit, 0 for the rest. None for any
+/// other expression.
+fn date_add_text(e: &Expr, scope: &Scope<'_>) -> Option<u8> {
     let Expr::Func(Func::DateAdd | Func::DateSub, args) = e else {
         return None;
     };
@@ -4012,7 +4026,11 @@ fn date_add_text(e: &Expr) -> Option<u8> {
                     .min(6) as u8
             })
         }
-        Some(Expr::Col(_)) => 6,
+        Some(c @ Expr::Col(_)) => match scope.kind(c) {
+            Kind::Int { .. } => 0,
+            Kind::Dec { scale } => scale.min(6),
+            _ => 6,
+        },
         _ => 0,
     };
     Some(if micro { 6 } else { of_arg })
@@ -4234,12 +4252,11 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             m.decimals = NOT_FIXED_DECIMALS;
             m
         }
-        Kind::Str { collation: Some(c) } if date_add_text(e).is_some() => {
+        Kind::Str { collation: Some(c) } if date_add_text(e, scope).is_some() => {
             // MariaDB's DATE_ADD/DATE_SUB of a string or a number: a
             // fixed-width STRING of a DATETIME's 19 characters and its
-            // decimals (a string literal's fraction digits, 6 for a
-            // string column or a MICROSECOND unit, else 0).
-            let decimals = date_add_text(e).unwrap_or(0);
+            // decimals (`date_add_text`).
+            let decimals = date_add_text(e, scope).unwrap_or(0);
             let chars = 19
                 + if decimals > 0 {
                     u32::from(decimals) + 1
