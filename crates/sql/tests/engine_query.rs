@@ -384,6 +384,7 @@ const MARIADB_TEXT_METADATA: &[(&str, MyType, u32)] = &[
     ("FORMAT(d, 0)", MyType::VarString, 44),
     ("QUOTE(LEFT(s, 0))", MyType::VarString, 16),
     ("DATE_ADD(i, INTERVAL 3 DAY)", MyType::String, 76),
+    ("CONCAT(DATE_ADD(i, INTERVAL 3 DAY))", MyType::VarString, 76),
     ("FORMAT(i, 2)", MyType::VarString, 68),
     ("HEX(b)", MyType::VarString, 64),
     ("HEX(u)", MyType::VarString, 80),

@@ -1050,9 +1050,9 @@ impl Func {
                         .map(|(w, scale)| w + u32::from(decimals < scale)),
                     Kind::Double | Kind::Str { .. } => Some(FORMAT_DOUBLE_WHOLE_DIGITS),
                     Kind::Null => Some(FORMAT_DOUBLE_WHOLE_DIGITS - 1),
-                    Kind::Date => Some(8),
-                    Kind::DateTime { .. } => Some(14),
-                    Kind::Time { .. } => Some(7),
+                    Kind::Date => Some(u32::from(super::DATE_NUMBER_DIGITS)),
+                    Kind::DateTime { .. } => Some(u32::from(super::DATETIME_NUMBER_DIGITS)),
+                    Kind::Time { .. } => Some(u32::from(super::TIME_NUMBER_DIGITS)),
                 });
                 match whole {
                     Some(w) => {

@@ -3255,10 +3255,11 @@ impl<'a> Scope<'a> {
     /// digits, `YYYYMMDDhhmmss`'s 14, `hhhmmss`'s 7 (`i + d` of an INT is
     /// a BIGINT of 12, as MariaDB's).
     fn operand_digits(&self, e: &Expr) -> Option<(u32, u32)> {
+        let digits = |d: u8| Some((u32::from(d), 0));
         match self.kind(e) {
-            Kind::Date => Some((8, 0)),
-            Kind::DateTime { fsp: 0 } => Some((14, 0)),
-            Kind::Time { fsp: 0 } => Some((7, 0)),
+            Kind::Date => digits(DATE_NUMBER_DIGITS),
+            Kind::DateTime { fsp: 0 } => digits(DATETIME_NUMBER_DIGITS),
+            Kind::Time { fsp: 0 } => digits(TIME_NUMBER_DIGITS),
             _ => self.decimal_digits(e),
         }
     }
@@ -3820,6 +3821,10 @@ impl Scope<'_> {
             }) => self.display_chars(arg),
             _ => TEXT_CHARS_UNKNOWN,
         };
+        // DATE_ADD of a number or text: a DATETIME's text.
+        if let (Some(decimals), Kind::Str { .. }) = (date_add_text(e, self), self.kind(e)) {
+            return date_add_text_chars(decimals);
+        }
         let chars = match e {
             Expr::Lit(Val::Null) => 0,
             Expr::Lit(v) => v.to_text().chars().count() as u32,
@@ -3865,10 +3870,14 @@ const GROUP_CONCAT_VARCHAR_MAX_BYTES: usize = 512;
 const GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES: usize = 1_048_576;
 
 use crate::value::NOT_FIXED_DECIMALS;
+/// Digits of a DATE as a number (YYYYMMDD).
+pub(crate) const DATE_NUMBER_DIGITS: u8 = 8;
 /// Digits before the point of a DATETIME as a number (YYYYMMDDhhmmss).
-const DATETIME_NUMBER_DIGITS: u8 = 14;
+pub(crate) const DATETIME_NUMBER_DIGITS: u8 = 14;
 /// Digits before the point of a TIME as a number (hhhmmss, up to 838:59:59).
-const TIME_NUMBER_DIGITS: u8 = 7;
+pub(crate) const TIME_NUMBER_DIGITS: u8 = 7;
+/// Characters of a DATETIME as text without a fraction.
+const DATETIME_TEXT_CHARS: u32 = 19;
 
 impl Scope<'_> {
     /// The decimals MariaDB shows a DOUBLE-valued expression with (its
@@ -4034,6 +4043,16 @@ fn date_add_text(e: &Expr, scope: &Scope<'_>) -> Option<u8> {
         _ => 0,
     };
     Some(if micro { 6 } else { of_arg })
+}
+
+/// The characters of DATE_ADD's text of `decimals` fraction digits.
+fn date_add_text_chars(decimals: u8) -> u32 {
+    DATETIME_TEXT_CHARS
+        + if decimals > 0 {
+            u32::from(decimals) + 1
+        } else {
+            0
+        }
 }
 
 /// Whole digits MariaDB's SUM of a DECIMAL adds to its argument's
@@ -4257,12 +4276,7 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             // fixed-width STRING of a DATETIME's 19 characters and its
             // decimals (`date_add_text`).
             let decimals = date_add_text(e, scope).unwrap_or(0);
-            let chars = 19
-                + if decimals > 0 {
-                    u32::from(decimals) + 1
-                } else {
-                    0
-                };
+            let chars = date_add_text_chars(decimals);
             let cs = crate::engine::catalog::collation_charset(c);
             let mut m = ColumnMeta::expr("", ColumnType::String, cs, chars * 4);
             m.decimals = decimals;
