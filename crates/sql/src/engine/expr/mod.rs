@@ -4045,6 +4045,24 @@ fn date_add_text(e: &Expr, scope: &Scope<'_>) -> Option<u8> {
     Some(if micro { 6 } else { of_arg })
 }
 
+/// Whether `e` chooses among its arguments' values (COALESCE, IFNULL,
+/// GREATEST, LEAST, IF, NULLIF, CASE).
+fn is_choice(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Case(..)
+            | Expr::Func(
+                Func::Coalesce
+                    | Func::IfNull
+                    | Func::Greatest(_)
+                    | Func::Least(_)
+                    | Func::If
+                    | Func::NullIf,
+                _
+            )
+    )
+}
+
 /// The characters of DATE_ADD's text of `decimals` fraction digits.
 fn date_add_text_chars(decimals: u8) -> u32 {
     DATETIME_TEXT_CHARS
@@ -4231,9 +4249,16 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                     };
                     (ty, chars)
                 }
-                (None, None) => scope
-                    .int_meta(e, unsigned)
-                    .unwrap_or((ColumnType::LongLong, 21)),
+                (None, None) => match scope.int_meta(e, unsigned) {
+                    // A choice among BIT values (`COALESCE(b, b)`, `NULLIF(b,
+                    // 0)`) is its number: MariaDB keeps the type BIT there
+                    // and sends the value as digits (DML seed 445).
+                    Some((ColumnType::Bit, length)) if is_choice(e) => {
+                        (ColumnType::LongLong, length)
+                    }
+                    Some(known) => known,
+                    None => (ColumnType::LongLong, 21),
+                },
             };
             let mut m = ColumnMeta::expr("", ty, charset::BINARY, length);
             m.flags = flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
