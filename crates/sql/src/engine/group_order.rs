@@ -176,6 +176,8 @@ pub(crate) fn apply(order: &GroupOrder, statement: &mut Statement) -> SqlResult<
             let GroupByExpr::Expressions(exprs, modifiers) = &select.group_by else {
                 return ControlFlow::Continue(());
             };
+            // `strip` splits the list at the commas the parser splits it at.
+            debug_assert_eq!(exprs.len(), desc.len(), "GROUP BY items of {select}");
             if !desc.iter().any(|d| *d) || exprs.len() != desc.len() {
                 return ControlFlow::Continue(());
             }

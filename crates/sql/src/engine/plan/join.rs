@@ -486,15 +486,28 @@ fn fold_one_table(
     if !single && !e.has_sub() {
         return fold_constant_parts(spec, e, ctx);
     }
-    if !single || null_test || t.rows.is_some() || t.semi.is_some() || e.has_sub() {
+    if null_test || t.rows.is_some() || t.semi.is_some() || e.has_sub() {
         return Ok(Some(e.clone()));
     }
     let offset = t.offset;
-    let local = map_columns(e, &|c| c - offset);
+    fold_moved(&t.table, e, &|c| c - offset, &|c| c + offset, ctx)
+}
+
+/// `e` folded as `table`'s WHERE is (`plan::fold_constants`, numbers
+/// too) with its columns moved by `into` for the fold and by `back`
+/// after it. None when it folds to true.
+fn fold_moved(
+    table: &TableInfo,
+    e: &Expr,
+    into: &dyn Fn(usize) -> usize,
+    back: &dyn Fn(usize) -> usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Expr>> {
+    let moved = map_columns(e, into);
     Ok(
-        match crate::engine::plan::fold_constants(&t.table, Some(&local), true, ctx)? {
+        match crate::engine::plan::fold_constants(table, Some(&moved), true, ctx)? {
             Some(std::borrow::Cow::Borrowed(_)) => Some(e.clone()),
-            Some(std::borrow::Cow::Owned(folded)) => Some(map_columns(&folded, &|c| c + offset)),
+            Some(std::borrow::Cow::Owned(folded)) => Some(map_columns(&folded, back)),
             None => None,
         },
     )
@@ -515,15 +528,12 @@ fn fold_constant_parts(spec: &JoinSpec, e: &Expr, ctx: &mut Ctx<'_>) -> SqlResul
     let Some(first) = spec.tables.first() else {
         return Ok(Some(e.clone()));
     };
-    let unseen = map_columns(e, &|c| c + UNSEEN_COLUMN_OFFSET);
-    Ok(
-        match crate::engine::plan::fold_constants(&first.table, Some(&unseen), true, ctx)? {
-            Some(std::borrow::Cow::Borrowed(_)) => Some(e.clone()),
-            Some(std::borrow::Cow::Owned(folded)) => {
-                Some(map_columns(&folded, &|c| c - UNSEEN_COLUMN_OFFSET))
-            }
-            None => None,
-        },
+    fold_moved(
+        &first.table,
+        e,
+        &|c| c + UNSEEN_COLUMN_OFFSET,
+        &|c| c - UNSEEN_COLUMN_OFFSET,
+        ctx,
     )
 }
 
