@@ -121,6 +121,16 @@ fn fold_constants_with<'e>(
     let Some(cond) = cond else {
         return Ok(None);
     };
+    // Every string compared with a BIGINT UNSIGNED column first: MariaDB
+    // converts them when it prepares the statement, before its optimizer
+    // drops an OR's side that a TRUE beside it makes moot (`'fig' = u OR
+    // 1` warns: DML seed 48 with --nulls).
+    if let Cow::Owned(read) = read_unsigned_texts(table, cond, ctx) {
+        let folded = fold_constants_with(table, Some(&read), numbers, cache, ctx)?;
+        return Ok(Some(Cow::Owned(
+            folded.map_or(read.clone(), Cow::into_owned),
+        )));
+    }
     if !has_constant_part(table, numbers, cache, cond) {
         return Ok(Some(Cow::Borrowed(cond)));
     }
@@ -976,6 +986,160 @@ pub fn access_with(
     let Some(cond) = cond else {
         return Ok((Access::Scan, None));
     };
+    let ranged = range_bound_warnings(table, cond, usable);
+    let (access, filter) = access_of_conjuncts(table, cond, ctx, usable)?;
+    // A read of one key value is MariaDB's const table, which its range
+    // optimizer never looks at; nor at an impossible WHERE.
+    let one_key = match &access {
+        Access::Keys(keys) | Access::Unique { keys, .. } => keys.len() == 1,
+        Access::Nothing => true,
+        _ => false,
+    };
+    if !one_key {
+        // Once a statement, as MariaDB's optimizer plans a condition once:
+        // not again for each plan a join weighs, nor for each outer row of
+        // a correlated subquery (planned again each time, its sites new:
+        // the bound is known by its table, conjunct and text).
+        let mut decided: Vec<(u64, bool)> = Vec::new();
+        for (conjunct, code, message) in ranged {
+            let key = {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (&table.db, &table.name, conjunct, &message).hash(&mut h);
+                h.finish()
+            };
+            let now = match decided.iter().find(|(k, _)| *k == key) {
+                Some((_, now)) => *now,
+                None => {
+                    let now = ctx.env.range_warned.first(key);
+                    decided.push((key, now));
+                    now
+                }
+            };
+            if now {
+                ctx.warnings.push((code, message));
+            }
+        }
+    }
+    Ok((access, filter))
+}
+
+/// The warnings MariaDB's range optimizer gives as it stores a string
+/// bound of a range (`<`, `<=`, `>`, `>=`, `<>`, BETWEEN) on an integer
+/// key column in the key's field: 1292 "Truncated incorrect DECIMAL
+/// value" for text that is not wholly a number, before any row is read
+/// (so with no row in the range too), once per bound it checks (`<>` is
+/// two ranges; a `<=`, BETWEEN's upper bound too, is not checked). Not the
+/// planning's: a strict INSERT … SELECT or multi-table UPDATE fails on
+/// one (a single-table UPDATE or DELETE only warns: `fetch_targets`).
+/// The rows compared later warn again, as theirs do.
+fn range_bound_warnings(
+    table: &TableInfo,
+    cond: &Expr,
+    usable: &dyn Fn(&str) -> bool,
+) -> Vec<(usize, u16, String)> {
+    let def = table.native.def();
+    let int_key = |e: &Expr| {
+        let Expr::Col(col) = e else { return false };
+        table.columns.get(*col).is_some_and(|column| {
+            integer_column(&column.ty)
+                && ((!table.hidden_key
+                    && usable("PRIMARY")
+                    && def.primary_key.contains(&column.native))
+                    || def
+                        .indexes
+                        .iter()
+                        .any(|i| usable(&i.name) && i.columns.contains(&column.native)))
+        })
+    };
+    let mut found = Vec::new();
+    for (at, c) in cond.conjuncts().into_iter().enumerate() {
+        let with_place = |(code, message)| (at, code, message);
+        // NOT of a comparison is the opposite one (`NOT (k < 'x')` is
+        // `k >= 'x'`), as MariaDB's optimizer reads it.
+        let (c, negated) = match c {
+            Expr::Not(inner) if matches!(**inner, Expr::Cmp(..)) => (&**inner, true),
+            c => (c, false),
+        };
+        match c {
+            Expr::Cmp(op, a, b, _) => {
+                let op = match (negated, *op) {
+                    (false, op) => op,
+                    (true, CmpOp::Lt) => CmpOp::Ge,
+                    (true, CmpOp::Le) => CmpOp::Gt,
+                    (true, CmpOp::Gt) => CmpOp::Le,
+                    (true, CmpOp::Ge) => CmpOp::Lt,
+                    (true, CmpOp::Eq) => CmpOp::Ne,
+                    (true, CmpOp::Ne) => CmpOp::Eq,
+                    (true, CmpOp::NullSafeEq) => continue,
+                };
+                let (op, bound) = match (int_key(a), int_key(b)) {
+                    (true, false) => (op, range_bound_warning(b)),
+                    (false, true) => (flip(op), range_bound_warning(a)),
+                    _ => continue,
+                };
+                // MariaDB checks the stored bound of `>`, `>=` and `<`
+                // (both halves of `<>`), not of `<=` nor `=`.
+                let times = match op {
+                    CmpOp::Gt | CmpOp::Ge | CmpOp::Lt => 1,
+                    CmpOp::Ne => 2,
+                    CmpOp::Le | CmpOp::Eq | CmpOp::NullSafeEq => 0,
+                };
+                if let Some(w) = bound.map(with_place) {
+                    found.extend(std::iter::repeat_n(w, times));
+                }
+            }
+            // Its lower bound, a `>=`.
+            Expr::Between(x, lo, _, false, _) if !negated && int_key(x) => {
+                found.extend(range_bound_warning(lo).map(with_place));
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The warning of storing a string bound in an integer key's field
+/// ([`range_bound_warnings`]), if it is one that is not wholly a number.
+/// Its text is gone by now (read as its number, its warning kept for the
+/// first row: `Func::WarnOnce`); that warning names it, as DOUBLE where
+/// the rows compare doubles (a BETWEEN of two strings), but the key's
+/// field reads a DECIMAL.
+fn range_bound_warning(e: &Expr) -> Option<(u16, String)> {
+    use super::expr::eval::{FLAG_BITS, PLANNED_BIT, PREPARED_BIT};
+    let Expr::Func(super::expr::Func::WarnOnce, args) = e else {
+        return None;
+    };
+    let (Some(Expr::Lit(Val::UInt(code))), Some(Expr::Lit(Val::Str(message)))) =
+        (args.get(2), args.get(3))
+    else {
+        return None;
+    };
+    let code = u16::try_from(*code).ok()?;
+    let message = String::from_utf8_lossy(message);
+    let text = [
+        "Truncated incorrect DECIMAL value: ",
+        "Truncated incorrect DOUBLE value: ",
+    ]
+    .iter()
+    .find_map(|p| message.strip_prefix(p));
+    match text {
+        Some(text) if code & !FLAG_BITS == crate::error::codes::TRUNCATED_WRONG_VALUE => Some((
+            code & !(PLANNED_BIT | PREPARED_BIT),
+            format!("Truncated incorrect DECIMAL value: {text}"),
+        )),
+        // Another warning of the same value (one each).
+        _ => range_bound_warning(args.first()?),
+    }
+}
+
+/// [`access_with`] of a WHERE.
+fn access_of_conjuncts(
+    table: &TableInfo,
+    cond: &Expr,
+    ctx: &mut Ctx<'_>,
+    usable: &dyn Fn(&str) -> bool,
+) -> SqlResult<(Access, Option<Filter>)> {
     let mut facts = vec![Facts::default(); table.columns.len()];
     let mut rows = Vec::new();
     let mut filters = Vec::new();
@@ -1105,6 +1269,15 @@ pub fn access_with(
                 b.push(v.clone());
                 upper = Some((b, *inc));
                 score += 1;
+                // A column compared is not NULL: the index's NULLs, which
+                // come first, are out of the range (MariaDB's `(NULL, v)`),
+                // so no row of them is read and compared.
+                let nullable = table.columns.get(*next).is_some_and(|c| c.nullable);
+                if nullable && lower.is_none() && points.is_empty() {
+                    let mut b = prefix.clone();
+                    b.push(Value::Null);
+                    lower = Some((b, false));
+                }
             }
         }
         if score == 0 {
@@ -1484,16 +1657,37 @@ fn column_vs(
     Ok(exact(table, col, &v, ctx.env.tz_secs).map(|v| (col, v, flipped)))
 }
 
+/// Whether a column holds integers (TINYINT to BIGINT; not YEAR nor BIT,
+/// whose stored form and comparison differ).
+fn integer_column(ty: &SqlType) -> bool {
+    matches!(
+        ty,
+        SqlType::TinyInt { .. }
+            | SqlType::SmallInt { .. }
+            | SqlType::MediumInt { .. }
+            | SqlType::Int { .. }
+            | SqlType::BigInt { .. }
+    )
+}
+
 /// Whether one side of a column's comparison is a constant that is NULL
-/// (read without its warnings: [`column_vs`] read it with them).
-fn null_constant(a: &Expr, b: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<bool> {
-    let other = match (a, b) {
-        (Expr::Col(_), o) | (o, Expr::Col(_)) if silent(o).is_constant() => silent(o),
+/// (read without its own warnings: [`column_vs`] read it with them). The
+/// warning its first row would give (`Func::WarnOnce`: `id = 1/0`) is
+/// given now where `fire` (a key's column), the range optimizer's, which
+/// reads it before any row: a strict INSERT … SELECT only warns, as
+/// MariaDB's, and no row reads it.
+fn null_constant(a: &Expr, b: &Expr, fire: bool, ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+    let written = match (a, b) {
+        (Expr::Col(_), o) | (o, Expr::Col(_)) if silent(o).is_constant() => o,
         _ => return Ok(false),
     };
+    let other = silent(written);
     let before = ctx.warnings.len();
     let v = other.eval(&[], ctx)?;
     ctx.warnings.truncate(before);
+    if fire && v.is_null() && !std::ptr::eq(other, written) {
+        written.eval(&[], ctx)?;
+    }
     Ok(v.is_null())
 }
 
@@ -1637,7 +1831,7 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
                 // `id = 1 / 0`: a column equal to (or compared with) NULL
                 // holds for no row, as `id IN (NULL)`: MariaDB's range
                 // optimizer reads no row, so none is compared (nor warns).
-                if *op != CmpOp::NullSafeEq && null_constant(a, b, ctx)? {
+                if *op != CmpOp::NullSafeEq && null_constant(a, b, on_key(table, c), ctx)? {
                     let col = match (a.as_ref(), b.as_ref()) {
                         (Expr::Col(c), _) | (_, Expr::Col(c)) => *c,
                         _ => return Ok(()),

@@ -224,6 +224,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         rand_states: Default::default(),
         user_vars: Arc::clone(&conn.session.assigned_vars),
         warned_once: Default::default(),
+        range_warned: std::sync::Arc::clone(&conn.subqueries.range_warned),
         ignoring: conn.session.ignoring,
     }
 }

@@ -46,6 +46,8 @@ pub struct Cache {
     /// The derived tables an `EXPLAIN`'s query reads, noted as they run
     /// (None otherwise).
     pub(crate) explain: Option<super::select::ExplainNotes>,
+    /// The statement's range bounds that warned (`Env::range_warned`).
+    pub range_warned: Arc<crate::engine::expr::eval::WarnedOnce>,
 }
 
 impl Cache {
@@ -58,6 +60,7 @@ impl Cache {
         self.per_row = Default::default();
         self.analyze = None;
         self.explain = None;
+        self.range_warned = Default::default();
     }
 }
 

@@ -100,6 +100,11 @@ pub struct Env {
     pub user_vars: std::sync::Arc<UserVarWrites>,
     /// The `Func::WarnOnce` sites that warned in the statement.
     pub warned_once: WarnedOnce,
+    /// The range bounds whose warning the statement gave
+    /// (`plan::range_bound_warnings`): shared by the runs of its
+    /// correlated subqueries, which are planned per outer row where
+    /// MariaDB plans them once.
+    pub range_warned: std::sync::Arc<WarnedOnce>,
     /// The statement has IGNORE: a correlated scalar subquery of more than
     /// one row is NULL with warning 1242
     /// ([`crate::engine::session::SessionState::ignoring`]).
@@ -662,6 +667,11 @@ fn arith_kind(op: Arith, a: Kind, b: Kind) -> Kind {
         Arith::UnsignedIntDiv => Kind::Int { unsigned: true },
         _ => match (a, b) {
             (Kind::Double, _) | (_, Kind::Double) => Kind::Double,
+            // A remainder has the dividend's sign (MariaDB's MOD is
+            // unsigned when its first argument is).
+            (Kind::Int { unsigned: ua }, Kind::Int { .. }) if op == Arith::Mod => Kind::Int {
+                unsigned: !temporal && ua,
+            },
             (Kind::Int { unsigned: ua }, Kind::Int { unsigned: ub }) if op != Arith::Div => {
                 Kind::Int {
                     unsigned: !temporal && (ua || ub),
@@ -1203,7 +1213,13 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         }
         return Ok(Val::Double(r));
     }
-    let unsigned = !temporal && (matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_)));
+    let unsigned = !temporal
+        && match op {
+            // The remainder's sign is the dividend's: -5 % CAST(3 AS
+            // UNSIGNED) is -2, not out of range.
+            Arith::Mod => matches!(x, Val::UInt(_)),
+            _ => matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_)),
+        };
     let ints = matches!(x, Val::Int(_) | Val::UInt(_)) && matches!(y, Val::Int(_) | Val::UInt(_));
     let (Some(a), Some(b)) = (as_dec(&x), as_dec(&y)) else {
         return Ok(Val::Null);

@@ -3286,6 +3286,14 @@ impl<'a> Scope<'a> {
                 }
             }
             Expr::Neg(a) => self.decimal_digits(a),
+            // An integer's: its length less a sign, as MariaDB's generic
+            // precision of an integer result (`ABS(11)` is 2 long and signed,
+            // so of 1 digit: `ABS(11) % 2` is 2 long, `11 % 2` 3).
+            Expr::Func(Func::Abs, _) if matches!(self.kind(e), Kind::Int { .. }) => {
+                let m = self.meta(e, "");
+                let sign = u32::from(m.flags & flags::UNSIGNED == 0);
+                Some((m.length.saturating_sub(sign).max(1), 0))
+            }
             Expr::Func(Func::Abs, args) => self.decimal_digits(args.first()?),
             Expr::Func(Func::Mod, args) => {
                 let ((wa, sa), (wb, sb)) = (
@@ -3406,7 +3414,7 @@ impl<'a> Scope<'a> {
     /// here (MySQL's 21 then).
     fn int_meta(&self, e: &Expr, unsigned: bool) -> Option<(ColumnType, u32)> {
         let sign = u32::from(!unsigned);
-        let sized = |length: u32| Some((long_or_longlong(length, unsigned), length));
+        let sized = |length: u32| Some((long_or_longlong(length), length));
         let widest = |values: &mut dyn Iterator<Item = &Expr>| {
             let mut out: Option<(ColumnType, u32)> = None;
             for v in values.filter(|v| !matches!(v, Expr::Lit(Val::Null))) {
@@ -3433,7 +3441,7 @@ impl<'a> Scope<'a> {
                             .any(|t| matches!(t, ColumnType::Bit | ColumnType::Year)) =>
                     {
                         let l = l.max(length);
-                        (long_or_longlong(l, unsigned), l)
+                        (long_or_longlong(l), l)
                     }
                     Some((t, l)) => (if rank(m.ty) > rank(t) { m.ty } else { t }, l.max(length)),
                 });
@@ -3472,7 +3480,7 @@ impl<'a> Scope<'a> {
             Expr::Arith(Arith::IntDiv | Arith::UnsignedIntDiv, a, _, _) => {
                 // An INT up to 9 digits, signed or not.
                 let length = self.decimal_digits(a)?.0.min(INT64_DIGITS_MAX);
-                Some((long_or_longlong(length, false), length))
+                Some((long_or_longlong(length), length))
             }
             Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, ..) => {
                 sized(self.decimal_digits(e)?.0 + sign)
@@ -3535,12 +3543,21 @@ impl<'a> Scope<'a> {
                     {
                         1
                     }
-                    Kind::Int { unsigned: true } => return sized(m.length.min(INT64_DIGITS_MAX)),
-                    _ if matches!(&**a, Expr::Lit(Val::Int(0..))) => m.length,
-                    _ if date_field_digits(a).is_some() => m.length,
+                    Kind::Int { unsigned: true } => m.length.min(INT64_DIGITS_MAX),
+                    _ if matches!(&**a, Expr::Lit(Val::Int(0..))) => {
+                        m.length.min(UNSIGNED_DIGITS_MAX)
+                    }
+                    _ if date_field_digits(a).is_some() => m.length.min(UNSIGNED_DIGITS_MAX),
                     _ => UNSIGNED_DIGITS_MAX,
                 };
-                sized(length.min(UNSIGNED_DIGITS_MAX))
+                // The CAST's own rule: an INT up to 10 digits (`CAST(u % 3
+                // AS UNSIGNED)` an INT where `u % 3` is a BIGINT).
+                let ty = if length < INT_DISPLAY_DIGITS_MAX {
+                    ColumnType::Long
+                } else {
+                    ColumnType::LongLong
+                };
+                Some((ty, length))
             }
             Expr::Case(_, arms, otherwise) => {
                 widest(&mut arms.iter().map(|(_, v)| v).chain(otherwise.as_deref()))
@@ -4092,10 +4109,10 @@ const INT64_DIGITS_MAX: u32 = 21;
 const WINDOW_FRACTION_LENGTH: u32 = 17;
 
 /// MariaDB's `type_handler_long_or_longlong`: an integer of this many
-/// characters is an INT up to 9 (10 unsigned), else a BIGINT.
-fn long_or_longlong(length: u32, unsigned: bool) -> ColumnType {
-    let most = INT_DISPLAY_DIGITS_MAX - 1 + u32::from(unsigned);
-    if length < most {
+/// characters is an INT up to 9, else a BIGINT, signed or not (`ABS(u)`
+/// and `u % 2` of an INT UNSIGNED are BIGINTs of 10).
+fn long_or_longlong(length: u32) -> ColumnType {
+    if length < INT_DISPLAY_DIGITS_MAX - 1 {
         ColumnType::Long
     } else {
         ColumnType::LongLong
@@ -4245,7 +4262,7 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                     // One past BIGINT's range is a BIGINT UNSIGNED.
                     let ty = match e {
                         Expr::Lit(Val::UInt(_)) => ColumnType::LongLong,
-                        _ => long_or_longlong(chars, false),
+                        _ => long_or_longlong(chars),
                     };
                     (ty, chars)
                 }
