@@ -395,6 +395,107 @@ fn top_level_constants(condition: Expr) -> Expr {
     }
 }
 
+/// IF's top-level condition with each `[NOT] IN` or `op ANY|ALL`
+/// subquery among its ANDs (run already or per row) made `… IS TRUE`: MariaDB evaluates such a
+/// subquery of a top-level condition as FALSE where it is NULL
+/// (`abort_on_null`), so the AND stops there and its later conjuncts are
+/// not evaluated (nor warn: CREATE … SELECT seed 37, `IF(a NOT IN
+/// (SELECT …) AND … AND y < id, …)` of a NULL in the subquery's column
+/// never compares y). IF reads NULL as FALSE, so its value is the same.
+fn top_level_subqueries(e: Expr) -> Expr {
+    match e {
+        Expr::And(a, b) => Expr::And(
+            Box::new(top_level_subqueries(*a)),
+            Box::new(top_level_subqueries(*b)),
+        ),
+        // One run already (uncorrelated) is its rows as a list.
+        e if is_in_subquery(&e) => Expr::IsBool(Box::new(e), true, false),
+        // NOT of one too (`NOT (a IN (SELECT …))` is NOT IN).
+        Expr::Not(a) if is_in_subquery(&a) => Expr::IsBool(Box::new(Expr::Not(a)), true, false),
+        other => other,
+    }
+}
+
+/// Whether `e` is an IN (or ANY/ALL) subquery, per row or run already.
+fn is_in_subquery(e: &Expr) -> bool {
+    match e {
+        Expr::Sub(s) => matches!(s.test, SubTest::In(..) | SubTest::Quantified(..)),
+        Expr::In(_, _, _, _, from) => *from == InList::SubqueryRows,
+        _ => false,
+    }
+}
+
+impl Scope<'_> {
+    /// IF's top-level condition with each IN list of numbers (and NULLs)
+    /// against a DATE or DATETIME read as dates now, as MariaDB's IN reads
+    /// such a list when it prepares the statement: each item's warning
+    /// (1292 of one that is no date) the planning's, given at its first
+    /// row, so a strict CREATE … SELECT only warns (`IF(d NOT IN (2,
+    /// NULL), …)`: CREATE … SELECT seeds 28 and 30 with --nulls), as the
+    /// WHERE's (`plan::temporal_in_numbers`). A list with no date, 0 or
+    /// NULL in it is compared per row, as there.
+    fn temporal_in_lists(&self, e: Expr) -> Expr {
+        match e {
+            Expr::And(a, b) => Expr::And(
+                Box::new(self.temporal_in_lists(*a)),
+                Box::new(self.temporal_in_lists(*b)),
+            ),
+            Expr::Or(a, b) => Expr::Or(
+                Box::new(self.temporal_in_lists(*a)),
+                Box::new(self.temporal_in_lists(*b)),
+            ),
+            Expr::Not(a) => Expr::Not(Box::new(self.temporal_in_lists(*a))),
+            Expr::In(x, list, negated, c, from) => {
+                let with_time = match self.kind(&x) {
+                    Kind::Date => false,
+                    Kind::DateTime { .. } => true,
+                    _ => return Expr::In(x, list, negated, c, from),
+                };
+                let numbers = list.iter().all(|i| {
+                    matches!(
+                        i,
+                        Expr::Lit(
+                            Val::Null | Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_)
+                        )
+                    )
+                });
+                if !numbers || !matches!(*x, Expr::Col(_)) {
+                    return Expr::In(x, list, negated, c, from);
+                }
+                let env = Env::default();
+                let mut kept = false;
+                let items = list
+                    .iter()
+                    .map(|i| match i {
+                        Expr::Lit(Val::Null) => {
+                            kept = true;
+                            i.clone()
+                        }
+                        Expr::Lit(v) => {
+                            let mut ctx = Ctx::new(&[], &env);
+                            let (t, date) = eval::temporal_of_number(v, with_time, &mut ctx);
+                            kept |= date;
+                            let mut read = Expr::Lit(t);
+                            for (code, message) in ctx.warnings {
+                                read =
+                                    warn_once_site(read, code | eval::PLANNED_BIT, message, false);
+                            }
+                            read
+                        }
+                        other => other.clone(),
+                    })
+                    .collect();
+                if kept {
+                    Expr::In(x, items, negated, c, from)
+                } else {
+                    Expr::In(x, list, negated, c, from)
+                }
+            }
+            other => other,
+        }
+    }
+}
+
 fn warn_once_site(value: Expr, code: u16, message: String, eager: bool) -> Expr {
     // One numbering for every site, so that no two share a number.
     static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -2316,8 +2417,8 @@ impl<'a> Scope<'a> {
         }
         if name == "IF" {
             if let Some(condition) = lowered.first_mut() {
-                *condition =
-                    top_level_constants(std::mem::replace(condition, Expr::Lit(Val::Null)));
+                let read = top_level_constants(std::mem::replace(condition, Expr::Lit(Val::Null)));
+                *condition = top_level_subqueries(self.temporal_in_lists(read));
             }
         }
         let call = func::lower_call(&name, lowered).map_err(|e| match e.code {
