@@ -1029,7 +1029,8 @@ pub fn access_with(
 /// key column in the key's field: 1292 "Truncated incorrect DECIMAL
 /// value" for text that is not wholly a number, before any row is read
 /// (so with no row in the range too), once per bound it checks (`<>` is
-/// two ranges; a `<=`, BETWEEN's upper bound too, is not checked). Not the
+/// two ranges; a `<=`, BETWEEN's upper bound too, is not checked), in
+/// the ANDs and ORs it walks ([`RangeWalk`]). Not the
 /// planning's: a strict INSERT … SELECT or multi-table UPDATE fails on
 /// one (a single-table UPDATE or DELETE only warns: `fetch_targets`).
 /// The rows compared later warn again, as theirs do.
@@ -1039,64 +1040,119 @@ fn range_bound_warnings(
     usable: &dyn Fn(&str) -> bool,
 ) -> Vec<(usize, u16, String)> {
     let def = table.native.def();
-    let int_key = |e: &Expr| {
-        let Expr::Col(col) = e else { return false };
-        table.columns.get(*col).is_some_and(|column| {
-            integer_column(&column.ty)
-                && ((!table.hidden_key
-                    && usable("PRIMARY")
-                    && def.primary_key.contains(&column.native))
-                    || def
-                        .indexes
-                        .iter()
-                        .any(|i| usable(&i.name) && i.columns.contains(&column.native)))
-        })
+    let key = |e: &Expr| {
+        let Expr::Col(col) = e else { return None };
+        let column = table.columns.get(*col)?;
+        let keyed =
+            (!table.hidden_key && usable("PRIMARY") && def.primary_key.contains(&column.native))
+                || def
+                    .indexes
+                    .iter()
+                    .any(|i| usable(&i.name) && i.columns.contains(&column.native));
+        keyed.then(|| integer_column(&column.ty))
     };
-    let mut found = Vec::new();
-    for (at, c) in cond.conjuncts().into_iter().enumerate() {
-        let with_place = |(code, message)| (at, code, message);
-        // NOT of a comparison is the opposite one (`NOT (k < 'x')` is
-        // `k >= 'x'`), as MariaDB's optimizer reads it.
-        let (c, negated) = match c {
-            Expr::Not(inner) if matches!(**inner, Expr::Cmp(..)) => (&**inner, true),
-            c => (c, false),
-        };
-        match c {
-            Expr::Cmp(op, a, b, _) => {
-                let op = match (negated, *op) {
-                    (false, op) => op,
-                    (true, CmpOp::Lt) => CmpOp::Ge,
-                    (true, CmpOp::Le) => CmpOp::Gt,
-                    (true, CmpOp::Gt) => CmpOp::Le,
-                    (true, CmpOp::Ge) => CmpOp::Lt,
-                    (true, CmpOp::Eq) => CmpOp::Ne,
-                    (true, CmpOp::Ne) => CmpOp::Eq,
-                    (true, CmpOp::NullSafeEq) => continue,
+    let mut walk = RangeWalk {
+        key: &key,
+        found: Vec::new(),
+        at: 0,
+    };
+    walk.tree(cond);
+    walk.found
+}
+
+/// The walk of [`range_bound_warnings`] over a WHERE, in MariaDB's order
+/// (`get_mm_tree`): every conjunct of an AND, an OR's arms until one
+/// gives no range (the rest are not looked at).
+struct RangeWalk<'k> {
+    /// Whether a column is a usable key's: Some(it holds integers).
+    key: &'k dyn Fn(&Expr) -> Option<bool>,
+    /// The warnings, each with its predicate's place in the walk.
+    found: Vec<(usize, u16, String)>,
+    /// The predicates met so far.
+    at: usize,
+}
+
+impl RangeWalk<'_> {
+    /// Whether `e` gives a range (MariaDB's SEL_TREE), its bounds' warnings
+    /// noted.
+    fn tree(&mut self, e: &Expr) -> bool {
+        let constant = |o: &Expr| silent(o).is_constant();
+        match e {
+            Expr::And(a, b) => {
+                let left = self.tree(a);
+                self.tree(b) || left
+            }
+            Expr::Or(a, b) => self.tree(a) && self.tree(b),
+            // NOT of a comparison is the opposite one (`NOT (k < 'x')` is
+            // `k >= 'x'`), as MariaDB's optimizer reads it.
+            Expr::Not(inner) => match &**inner {
+                Expr::Cmp(op, a, b, _) => match negate(*op) {
+                    Some(op) => self.compared(op, a, b),
+                    None => false,
+                },
+                _ => false,
+            },
+            Expr::Cmp(op, a, b, _) => self.compared(*op, a, b),
+            // Its lower bound, a `>=`, is checked.
+            Expr::Between(x, lo, hi, negated, _) => {
+                let Some(integer) = (self.key)(x) else {
+                    return false;
                 };
-                let (op, bound) = match (int_key(a), int_key(b)) {
-                    (true, false) => (op, range_bound_warning(b)),
-                    (false, true) => (flip(op), range_bound_warning(a)),
-                    _ => continue,
-                };
-                // MariaDB checks the stored bound of `>`, `>=` and `<`
-                // (both halves of `<>`), not of `<=` nor `=`.
-                let times = match op {
-                    CmpOp::Gt | CmpOp::Ge | CmpOp::Lt => 1,
-                    CmpOp::Ne => 2,
-                    CmpOp::Le | CmpOp::Eq | CmpOp::NullSafeEq => 0,
-                };
-                if let Some(w) = bound.map(with_place) {
-                    found.extend(std::iter::repeat_n(w, times));
+                if !(constant(lo) && constant(hi)) {
+                    return false;
                 }
+                self.at += 1;
+                if integer && !negated {
+                    let at = self.at;
+                    self.found
+                        .extend(range_bound_warning(lo).map(|(code, message)| (at, code, message)));
+                }
+                true
             }
-            // Its lower bound, a `>=`.
-            Expr::Between(x, lo, _, false, _) if !negated && int_key(x) => {
-                found.extend(range_bound_warning(lo).map(with_place));
-            }
-            _ => {}
+            Expr::In(x, list, ..) => (self.key)(x).is_some() && list.iter().all(constant),
+            Expr::IsNull(x, _) => (self.key)(x).is_some(),
+            Expr::Like(x, pattern, ..) => (self.key)(x).is_some() && constant(pattern),
+            _ => false,
         }
     }
-    found
+
+    /// A comparison `op` of `a` and `b`: a range where one is a key's
+    /// column and the other a constant. MariaDB checks the stored bound
+    /// of `>`, `>=` and `<` (both halves of `<>`), not of `<=` nor `=`.
+    fn compared(&mut self, op: CmpOp, a: &Expr, b: &Expr) -> bool {
+        let constant = |o: &Expr| silent(o).is_constant();
+        let (op, integer, bound) = match ((self.key)(a), (self.key)(b)) {
+            (Some(integer), None) if constant(b) => (op, integer, b),
+            (None, Some(integer)) if constant(a) => (flip(op), integer, a),
+            _ => return false,
+        };
+        self.at += 1;
+        let times = match op {
+            CmpOp::Gt | CmpOp::Ge | CmpOp::Lt => 1,
+            CmpOp::Ne => 2,
+            CmpOp::Le | CmpOp::Eq | CmpOp::NullSafeEq => 0,
+        };
+        if let Some((code, message)) = range_bound_warning(bound).filter(|_| integer) {
+            let at = self.at;
+            self.found
+                .extend(std::iter::repeat_n((at, code, message), times));
+        }
+        true
+    }
+}
+
+/// The comparison NOT of `op` is (`<=>` has none: never NULL, its NOT
+/// is no comparison of the two).
+fn negate(op: CmpOp) -> Option<CmpOp> {
+    Some(match op {
+        CmpOp::Lt => CmpOp::Ge,
+        CmpOp::Le => CmpOp::Gt,
+        CmpOp::Gt => CmpOp::Le,
+        CmpOp::Ge => CmpOp::Lt,
+        CmpOp::Eq => CmpOp::Ne,
+        CmpOp::Ne => CmpOp::Eq,
+        CmpOp::NullSafeEq => return None,
+    })
 }
 
 /// The warning of storing a string bound in an integer key's field
