@@ -134,6 +134,9 @@ fn fold_constants_with<'e>(
     if !has_constant_part(table, numbers, cache, cond) {
         return Ok(Some(Cow::Borrowed(cond)));
     }
+    if cache {
+        fire_eager(table, cond, ctx);
+    }
     let mut kept: Vec<Expr> = Vec::new();
     for c in cond.conjuncts() {
         let mode = FoldMode {
@@ -387,7 +390,10 @@ fn has_constant_part(table: &TableInfo, numbers: bool, cache: bool, e: &Expr) ->
             has_constant_part(table, numbers, cache, a)
                 || has_constant_part(table, numbers, cache, b)
         }
-        Expr::Not(a) if !a.is_constant() => has_constant_part(table, numbers, cache, a),
+        Expr::Not(a) if !a.is_constant() => {
+            has_constant_part(table, numbers, cache, a)
+                || pushed_negation(a).is_some_and(|p| has_constant_part(table, numbers, cache, &p))
+        }
         Expr::Xor(a, b) if !(a.is_constant() && b.is_constant()) => {
             has_constant_part(table, numbers, cache, a)
                 || has_constant_part(table, numbers, cache, b)
@@ -439,6 +445,24 @@ fn cached_side(e: &Expr) -> Option<usize> {
     match (cacheable(a), cacheable(b)) {
         (true, false) if !b.is_constant() => Some(0),
         (false, true) if !a.is_constant() => Some(1),
+        _ => None,
+    }
+}
+
+/// `NOT e` by De Morgan's laws when `e` is an AND or an OR (None else):
+/// each part negated, a NOT taken away, an IS NULL made IS NOT NULL and
+/// back; equal in three-valued logic.
+fn pushed_negation(e: &Expr) -> Option<Expr> {
+    fn negated(e: &Expr) -> Expr {
+        match e {
+            Expr::Not(x) => (**x).clone(),
+            Expr::IsNull(x, not) => Expr::IsNull(x.clone(), !not),
+            other => pushed_negation(other).unwrap_or_else(|| Expr::Not(Box::new(other.clone()))),
+        }
+    }
+    match e {
+        Expr::And(a, b) => Some(Expr::Or(Box::new(negated(a)), Box::new(negated(b)))),
+        Expr::Or(a, b) => Some(Expr::And(Box::new(negated(a)), Box::new(negated(b)))),
         _ => None,
     }
 }
@@ -555,12 +579,17 @@ fn number_between_texts(table: &TableInfo, e: &Expr) -> Option<bool> {
 /// Whether `e` compares a TIME column with string literals (`=`, `IN`,
 /// `BETWEEN`).
 fn time_vs_text(table: &TableInfo, e: &Expr) -> bool {
-    let is_time = |c: &Expr| {
-        matches!(c, Expr::Col(c) if matches!(
-            table.columns.get(*c).map(|c| &c.ty),
+    time_column_vs_text(e, &|c| {
+        matches!(
+            table.columns.get(c).map(|c| &c.ty),
             Some(SqlType::Time { .. })
-        ))
-    };
+        )
+    })
+}
+
+/// [`time_vs_text`] with `is_time` telling a TIME column (by position).
+fn time_column_vs_text(e: &Expr, is_time: &dyn Fn(usize) -> bool) -> bool {
+    let is_time = |c: &Expr| matches!(c, Expr::Col(c) if is_time(*c));
     let text = |e: &Expr| e.text_literal().is_some();
     match e {
         Expr::Cmp(_, a, b, _) => (is_time(a) && text(b)) || (text(a) && is_time(b)),
@@ -570,14 +599,38 @@ fn time_vs_text(table: &TableInfo, e: &Expr) -> bool {
     }
 }
 
+/// Whether a condition's ANDs and ORs hold a constant that [`fire_eager`]
+/// reads before the rows (`is_time` tells a TIME column by position): an
+/// AND or OR whose other side decides it keeps such a side for the fold
+/// to read (`d = 'x' AND 0` warns, as MariaDB builds its equalities
+/// before it removes what a constant decides).
+pub(crate) fn reads_before_rows(e: &Expr, is_time: &dyn Fn(usize) -> bool) -> bool {
+    let reads = |x: &Expr| has_eager(x) || time_column_vs_text(x, is_time);
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            reads_before_rows(a, is_time) || reads_before_rows(b, is_time)
+        }
+        leaf if read_before_rows(leaf) => reads(leaf),
+        leaf => {
+            let mut found = false;
+            leaf.each(&mut |x| {
+                found |= matches!(x, Expr::In(_, list, ..) if list.len() > 1) && reads(x)
+            });
+            found
+        }
+    }
+}
+
 /// `e` ([`time_vs_text`]) with its string literals read as TIMEs, once:
-/// their warnings now when `eager`, else at the first row compared.
+/// their warnings given already when `eager` ([`fire_eager`]), else at
+/// the first row compared.
 fn time_texts_read(e: &Expr, eager: bool, ctx: &mut Ctx<'_>) -> Expr {
     let mut read = |e: &Expr| match e.text_literal() {
         Some(t) => {
             let before = ctx.warnings.len();
             let time = Expr::Lit(Val::Time(super::expr::compared_time(t, ctx)));
             if eager {
+                ctx.warnings.truncate(before);
                 time
             } else {
                 warned_once(time, ctx, before)
@@ -673,7 +726,61 @@ fn text_replaced(e: &Expr, number: Expr) -> Expr {
 /// optimizer reads before any row (`expr::warn_once_eager`), as a SELECT
 /// or a join plans its condition: from an empty table too, and before a
 /// strict multi-table UPDATE reads a row (DML seeds 294, 296, 311).
-fn fire_eager(e: &Expr, ctx: &mut Ctx<'_>) {
+/// Only those [`read_before_rows`] says the optimizer reaches, and those
+/// of a TIME column's (read again, quietly, by [`time_texts_read`]), once
+/// per condition: before a constant conjunct folds the WHERE to false,
+/// which MariaDB finds after it has built its equalities (`tm = 'x' AND
+/// 0` warns).
+fn fire_eager(table: &TableInfo, e: &Expr, ctx: &mut Ctx<'_>) {
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            fire_eager(table, a, ctx);
+            fire_eager(table, b, ctx);
+        }
+        leaf if read_before_rows(leaf) => {
+            fire_eager_in(leaf, ctx);
+            if time_vs_text(table, leaf) {
+                read_time_texts(leaf, ctx);
+            }
+        }
+        leaf => leaf.each(&mut |x| {
+            if matches!(x, Expr::In(_, list, ..) if list.len() > 1) {
+                fire_eager_in(x, ctx);
+                if time_vs_text(table, x) {
+                    read_time_texts(x, ctx);
+                }
+            }
+        }),
+    }
+}
+
+/// Whether MariaDB reads the constants of `leaf`, a part of a condition's
+/// ANDs and ORs, before any row: an equality's, as it builds its
+/// multiple equalities (`build_equal_items`), and an IN list's of two or
+/// more items, as it prepares the IN, wherever it is (an IN of one is an
+/// equality, NOT IN of one an inequality). Any other comparison (`d > 'x'`, `NOT d = 'x'`,
+/// BETWEEN, an IF's) reads them at the first row compared, so an empty
+/// table gives no warning (DML seed 51 with NULLs: a strict multi-table
+/// UPDATE on `tm > 'x'` reading no row succeeds there).
+fn read_before_rows(leaf: &Expr) -> bool {
+    match leaf {
+        Expr::Cmp(op, ..) => *op == CmpOp::Eq,
+        Expr::In(_, list, negated, ..) => list.len() > 1 || !negated,
+        _ => false,
+    }
+}
+
+/// The warnings of `e`'s string literals read as TIMEs ([`time_vs_text`]).
+fn read_time_texts(e: &Expr, ctx: &mut Ctx<'_>) {
+    e.each(&mut |x| {
+        if let Some(text) = x.text_literal() {
+            super::expr::compared_time(text, ctx);
+        }
+    });
+}
+
+/// [`fire_eager`] of one part of a condition, wherever in it.
+fn fire_eager_in(e: &Expr, ctx: &mut Ctx<'_>) {
     e.each(&mut |x| {
         if let Expr::Func(super::expr::Func::WarnOnce, args) = x {
             if let [_, Expr::Lit(Val::UInt(site)), Expr::Lit(Val::UInt(code)), Expr::Lit(message), _] =
@@ -710,7 +817,6 @@ fn fold_disjuncts(
         exact,
     } = mode;
     if cache {
-        fire_eager(e, ctx);
         if let Some(reordered) = arm_equalities_first(table, e) {
             return fold_disjuncts(table, mode, &reordered, ctx);
         }
@@ -869,7 +975,12 @@ fn fold_disjuncts(
     // So are those compared with a TIME column, as TIMEs (their warnings
     // the planning's where MariaDB's optimizer reads them: `fire_eager`).
     if numbers && time_vs_text(table, e) {
-        return Ok(Folded::Expr(time_texts_read(e, cache, ctx)));
+        // Not under NOT or XOR (`exact`): their parts are no AND's or
+        // OR's, which MariaDB's optimizer reads before the rows; an IN
+        // list of two or more anywhere, as MariaDB prepares it.
+        let in_list = matches!(e, Expr::In(_, list, ..) if list.len() > 1);
+        let eager = cache && (in_list || (!exact && read_before_rows(e)));
+        return Ok(Folded::Expr(time_texts_read(e, eager, ctx)));
     }
     // Under XOR too, each side as it folds (one that is not true is kept
     // as it was: false and NULL differ there).
@@ -901,6 +1012,14 @@ fn fold_disjuncts(
     }
     // Under NOT too (`NOT ('date' = f)` reads 'date' before the rows).
     if let Expr::Not(inner) = e {
+        // NOT of an AND or OR by De Morgan's laws first, as MariaDB's parser
+        // pushes it down (`negate_expression`): `NOT (b < -3 OR id IS NOT
+        // NULL)` is `NOT b < -3 AND id IS NULL`, false before the rows of
+        // a NOT NULL id; `NOT (b IS NULL AND id IS NULL)` is `b IS NOT
+        // NULL OR id IS NOT NULL`, tested per row (CREATE … SELECT seed 41).
+        if let Some(pushed) = pushed_negation(inner) {
+            return fold_disjuncts(table, mode, &pushed, ctx);
+        }
         // `NOT (c IS NULL)` of a NOT NULL column is `c IS NOT NULL`,
         // which MariaDB tests per row (above).
         if never_null_test(table, inner).is_some() {
@@ -933,6 +1052,14 @@ fn fold_disjuncts(
         for c in e.conjuncts() {
             match fold_disjuncts(table, mode, c, ctx)? {
                 Folded::True => {}
+                // Under XOR the AND is a row's: the conjuncts before the
+                // false one are evaluated first, their warnings with them
+                // (`id < '2024-02-29' AND id IS NULL` of a NOT NULL id
+                // warns per row: CREATE … SELECT seed 41).
+                Folded::False if under_xor && !kept.is_empty() => {
+                    kept.push(Expr::Lit(Val::Int(0)));
+                    return Ok(Expr::and_of(kept).map_or(Folded::False, Folded::Expr));
+                }
                 Folded::False => return Ok(Folded::False),
                 // Not true: all a WHERE's own AND needs to know.
                 Folded::Null if !exact => return Ok(Folded::Null),

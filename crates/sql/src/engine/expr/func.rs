@@ -1123,7 +1123,15 @@ impl Func {
             Func::Inet6Aton => 16,
             Func::Soundex => chars(0).max(4),
             // Each character escaped and two quotes; at least NULL's 4.
-            Func::Quote => chars(0).saturating_mul(2).saturating_add(2).max(4),
+            // Room for NULL (unquoted) only where the argument may be one:
+            // `QUOTE('')` is two characters, as MariaDB sizes it.
+            Func::Quote => {
+                let quoted = chars(0).saturating_mul(2).saturating_add(2);
+                match scope.nullable(&args[0]) {
+                    true => quoted.max(4),
+                    false => quoted,
+                }
+            }
             Func::If => chars(1).max(chars(2)),
             Func::IfNull | Func::Coalesce | Func::Greatest(_) | Func::Least(_) => most(0),
             _ if args.is_empty() => super::TEXT_CHARS_UNKNOWN,
@@ -1137,8 +1145,19 @@ impl Func {
         // Lazy ones first: only the branch taken is evaluated.
         match self {
             F::If => {
-                let c = args[0].eval(row, ctx)?;
-                return if ctx.truth(&c) == Some(true) {
+                // MariaDB takes IF's condition for a top-level one: an AND
+                // in it stops at a NULL as at a FALSE (`abort_on_null`),
+                // under its ORs too, as a WHERE's does (`Expr::test`): `IF(b
+                // > 0 AND 'x' >= id, …)` of a NULL b reads no 'x' (CREATE …
+                // SELECT seed 39).
+                let holds = match &args[0] {
+                    c @ (Expr::And(..) | Expr::Or(..)) => c.test(row, ctx)?,
+                    c => {
+                        let c = c.eval(row, ctx)?;
+                        ctx.truth(&c) == Some(true)
+                    }
+                };
+                return if holds {
                     args[1].eval(row, ctx)
                 } else {
                     args[2].eval(row, ctx)

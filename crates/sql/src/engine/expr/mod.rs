@@ -444,6 +444,12 @@ impl Scope<'_> {
                 Box::new(self.temporal_in_lists(*a)),
                 Box::new(self.temporal_in_lists(*b)),
             ),
+            // Under XOR too (CREATE … SELECT seed 32 with --nulls: `IF((d
+            // IS NULL XOR d NOT IN (2, NULL)) OR …, …)` only warns).
+            Expr::Xor(a, b) => Expr::Xor(
+                Box::new(self.temporal_in_lists(*a)),
+                Box::new(self.temporal_in_lists(*b)),
+            ),
             Expr::Not(a) => Expr::Not(Box::new(self.temporal_in_lists(*a))),
             Expr::In(x, list, negated, c, from) => {
                 let with_time = match self.kind(&x) {
