@@ -275,8 +275,18 @@ fn split_where(
 }
 
 /// The late conjuncts (`split_where`) without the ORs a constant makes
-/// hold, folded before any row is read ([`plan::fold_true_disjuncts`]).
-fn fold_late(late: Option<Expr>, ctx: &mut Ctx<'_>) -> SqlResult<Option<Expr>> {
+/// hold, folded before any row is read ([`plan::fold_true_disjuncts`]),
+/// their strings compared with a BIGINT UNSIGNED column read first, as
+/// MariaDB prepares them (`plan::join::read_unsigned_texts`: a strict
+/// UPDATE only warns of `'apple' = t1.f` beside an EXISTS; DML seed 464).
+fn fold_late(spec: &JoinSpec, late: Option<Expr>, ctx: &mut Ctx<'_>) -> SqlResult<Option<Expr>> {
+    let late = match late {
+        Some(l) => match plan::join::read_unsigned_texts(spec, &l, ctx) {
+            std::borrow::Cow::Owned(read) => Some(read),
+            std::borrow::Cow::Borrowed(_) => Some(l),
+        },
+        None => None,
+    };
     Ok(match plan::fold_true_disjuncts(late.as_ref(), ctx)? {
         Some(std::borrow::Cow::Owned(folded)) => Some(folded),
         Some(std::borrow::Cow::Borrowed(_)) => late,
@@ -512,7 +522,7 @@ pub(super) fn update(
     let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
     let strict = conn.session.sql_mode_strict() && !ignore;
     let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
-    let late = fold_late(late, &mut ctx)?;
+    let late = fold_late(&spec, late, &mut ctx)?;
     let tx = txn::take(conn)?;
     let after = Targets {
         cond: None,
@@ -1006,7 +1016,7 @@ pub(super) fn delete(
     let ignore = crate::engine::session::delete_ignore(del);
     let strict = conn.session.sql_mode_strict() && !ignore;
     let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
-    let late = fold_late(late, &mut ctx)?;
+    let late = fold_late(&spec, late, &mut ctx)?;
     let tx = txn::take(conn)?;
     let after = Targets {
         cond: None,

@@ -2266,6 +2266,29 @@ pub(super) fn fold_same_column(
         },
         Expr::Or(a, b) => fold_junction(scope, *a, *b, true, Expr::Or, joined),
         Expr::And(a, b) => fold_junction(scope, *a, *b, false, Expr::And, joined),
+        // NOT pushed down first, as MariaDB's parser pushes it (its
+        // `negate_expression`): `NOT (y = y)` is `y <> y`, false before
+        // the rows, and `NOT (… OR y = y)` with it (CREATE … SELECT seed
+        // 26 with --nulls).
+        Expr::Not(inner) => match crate::engine::plan::pushed_negation(&inner) {
+            Some(pushed) => fold_same_column(scope, pushed, joined),
+            None => match *inner {
+                Expr::Cmp(op, a, b, c) if matches!((&*a, &*b), (Expr::Col(x), Expr::Col(y)) if x == y) =>
+                {
+                    let opposite = match op {
+                        CmpOp::Eq => CmpOp::Ne,
+                        CmpOp::Ne => CmpOp::Eq,
+                        CmpOp::Lt => CmpOp::Ge,
+                        CmpOp::Le => CmpOp::Gt,
+                        CmpOp::Gt => CmpOp::Le,
+                        CmpOp::Ge => CmpOp::Lt,
+                        CmpOp::NullSafeEq => return truth(false),
+                    };
+                    fold_same_column(scope, Expr::Cmp(opposite, a, b, c), joined)
+                }
+                other => Expr::Not(Box::new(other)),
+            },
+        },
         other => other,
     }
 }
@@ -2299,7 +2322,7 @@ fn fold_junction(
                 found |= matches!((&**l, &**r), (Expr::Col(c), Expr::Lit(Val::Str(_)))
                 | (Expr::Lit(Val::Str(_)), Expr::Col(c))
                 if scope.columns.get(*c).is_some_and(|c| {
-                    c.kind == crate::engine::expr::Kind::Int { unsigned: true }
+                    matches!(c.kind, crate::engine::expr::Kind::Int { .. })
                         && c.meta.ty == crate::value::ColumnType::LongLong
                 }));
             }

@@ -851,6 +851,10 @@ impl Expr {
                 Val::Int(i64::from(is != *negated))
             }
             Expr::In(a, list, negated, coll, from) => {
+                // A subquery's that gave no rows: FALSE even of NULL.
+                if list.is_empty() && *from == super::InList::SubqueryRows {
+                    return Ok(Val::Int(i64::from(*negated)));
+                }
                 let x = a.eval(row, ctx)?;
                 if x.is_null() {
                     return Ok(Val::Null);

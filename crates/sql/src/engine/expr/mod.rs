@@ -379,11 +379,7 @@ fn top_level_constants(condition: Expr) -> Expr {
                 let Ok(value) = leaf.eval(&[], &mut ctx) else {
                     return leaf;
                 };
-                let mut read = Expr::Lit(value);
-                for (code, message) in ctx.warnings {
-                    read = warn_once_site(read, code | eval::PLANNED_BIT, message, false);
-                }
-                read
+                planned_once(Expr::Lit(value), ctx.warnings)
             }
             other => other,
         }
@@ -481,12 +477,7 @@ impl Scope<'_> {
                             let mut ctx = Ctx::new(&[], &env);
                             let (t, date) = eval::temporal_of_number(v, with_time, &mut ctx);
                             kept |= date;
-                            let mut read = Expr::Lit(t);
-                            for (code, message) in ctx.warnings {
-                                read =
-                                    warn_once_site(read, code | eval::PLANNED_BIT, message, false);
-                            }
-                            read
+                            planned_once(Expr::Lit(t), ctx.warnings)
                         }
                         other => other.clone(),
                     })
@@ -500,6 +491,16 @@ impl Scope<'_> {
             other => other,
         }
     }
+}
+
+/// `value`, read when the statement was prepared, with the `warnings` of
+/// that reading given at its first evaluation as the planning's (a strict
+/// write only warns of them: `eval::PLANNED_BIT`).
+fn planned_once(mut value: Expr, warnings: Vec<(u16, String)>) -> Expr {
+    for (code, message) in warnings {
+        value = warn_once_site(value, code | eval::PLANNED_BIT, message, false);
+    }
+    value
 }
 
 fn warn_once_site(value: Expr, code: u16, message: String, eager: bool) -> Expr {
@@ -1875,9 +1876,13 @@ impl<'a> Scope<'a> {
             // here, though its value is known by now: compared as it is.
             if !reads_table(right) {
                 r = self.year_constant(&l, r);
+                r = self.listed_text_number(&l, r);
+                r = self.text_as_decimal(&l, r);
             }
             if !reads_table(left) {
                 l = self.year_constant(&r, l);
+                l = self.listed_text_number(&r, l);
+                l = self.text_as_decimal(&r, l);
             }
             r = self.null_after_text(&l, r);
             l = self.text_read_first(l, &r);
@@ -2124,6 +2129,20 @@ impl<'a> Scope<'a> {
             return Err(operand_columns(width));
         }
         if m.rows.is_empty() {
+            // In a select list an IN over no rows keeps its operand, whose
+            // NULL-ability its metadata takes, as MariaDB's (a CREATE …
+            // SELECT's column is NULL-able of a NULL-able `x`: seed 48);
+            // FALSE (NOT IN: TRUE) all the same.
+            if let (true, None) = (self.clause == "SELECT", row_items(expr)) {
+                let x = self.lower(expr)?;
+                return Ok(Expr::In(
+                    Box::new(x),
+                    Vec::new(),
+                    negated,
+                    None,
+                    InList::SubqueryRows,
+                ));
+            }
             return Ok(Expr::Lit(Val::Int(i64::from(negated))));
         }
         let Some(items) = row_items(expr) else {
@@ -2633,6 +2652,76 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// A string literal compared with a number column in a select list,
+    /// read once as that comparison reads it (`eval::compared_number`),
+    /// one warning for the statement, as MariaDB caches it: against a
+    /// BIGINT it converts it when it prepares the statement, so the
+    /// warning is the planning's and a strict CREATE … SELECT only warns
+    /// (`IF('cherry' = f, …)`: CREATE … SELECT seed 42); against another
+    /// number column it reads it at the first row compared, a row's
+    /// warning (seed 46: `CASE WHEN n < '2001-01-01' …` fails). Given at
+    /// the first row, none without rows, where MariaDB's BIGINT one comes.
+    /// Not a YEAR's, which MariaDB converts quietly. A WHERE's are read by
+    /// its fold (`plan::fold_constants`).
+    fn listed_text_number(&self, column: &Expr, other: Expr) -> Expr {
+        // Not a hex or bit literal: a number there.
+        let (true, Expr::Col(c), Expr::Lit(Val::Str(text))) =
+            (self.clause == "SELECT", column, &other)
+        else {
+            return other;
+        };
+        let (integer, prepared) = match self.columns.get(*c) {
+            Some(col) if col.members.is_some() || col.meta.ty == ColumnType::Year => return other,
+            // Read as a DECIMAL against a DECIMAL too (`plan::number_vs_text`).
+            Some(col) => match col.kind {
+                Kind::Int { .. } => (true, col.meta.ty == ColumnType::LongLong),
+                Kind::Dec { .. } => (true, false),
+                Kind::Double => (false, false),
+                _ => return other,
+            },
+            None => return other,
+        };
+        let env = Env::default();
+        let mut ctx = Ctx::new(&[], &env);
+        let number = Expr::Lit(eval::compared_number(text, integer, &mut ctx));
+        if prepared {
+            return planned_once(number, ctx.warnings);
+        }
+        ctx.warnings
+            .into_iter()
+            .fold(number, |read, (code, message)| {
+                warn_once(read, code, message)
+            })
+    }
+
+    /// A string literal compared with a DECIMAL expression that is no
+    /// constant, as `Func::TextAsNumber` reading it as a DECIMAL: MariaDB
+    /// compares the two as DECIMALs, not DOUBLEs (`dd * 1 =
+    /// '1.50000000000000000001'` is false of 1.50; a constant DECIMAL's
+    /// comparison, `1.5 = '…'`, is a DOUBLE's). A column's in a WHERE or
+    /// ON is read by the fold (`plan::number_vs_text`), in a select list
+    /// by [`Scope::listed_text_number`].
+    fn text_as_decimal(&self, decimal: &Expr, other: Expr) -> Expr {
+        let folded = matches!(decimal, Expr::Col(_)) && matches!(self.clause, "WHERE" | "ON");
+        // A constant string: a literal, or an expression of literals (not
+        // a placeholder's, which a prepared point read keys on).
+        let mut placeholder = false;
+        other.each(&mut |x| placeholder |= matches!(x, Expr::Param(_)));
+        let text = matches!(other, Expr::Lit(Val::Str(_)))
+            || (!matches!(other, Expr::Lit(_))
+                && !placeholder
+                && other.is_constant()
+                && matches!(self.kind(&other), Kind::Str { .. }));
+        if folded
+            || !text
+            || decimal.is_constant()
+            || !matches!(self.kind(decimal), Kind::Dec { .. })
+        {
+            return other;
+        }
+        Expr::Func(Func::TextAsNumber(true), vec![other])
+    }
+
     /// A constant compared with a YEAR column, read as the YEAR it would
     /// be stored as when it is one of two digits (`yr = 24` is `yr =
     /// 2024`, `'0'` 2000), as MariaDB converts such a constant to the
@@ -2732,6 +2821,17 @@ impl<'a> Scope<'a> {
     /// number: MariaDB reads the text as a number before it evaluates
     /// `r`, so its warning comes before `r`'s (or `r`'s NULL).
     fn text_read_first(&self, l: Expr, r: &Expr) -> Expr {
+        // A text column before a number expression of its table (not a
+        // column: `null_after_text`) is read first too, before the
+        // expression's own warning or error (`b < MOD(f / 0, 0)` fails
+        // on b's 1292, not the division's 1365: CREATE … SELECT seed 43).
+        if matches!(l, Expr::Col(_))
+            && !matches!(r, Expr::Col(_) | Expr::Func(Func::NullAfterText(_), _))
+        {
+            if let Some(integer) = self.text_column_vs_number(&l, r) {
+                return Expr::Func(Func::TextAsNumber(integer), vec![l]);
+            }
+        }
         if matches!(l, Expr::Col(_)) || l.is_constant() || self.is_member(&l) {
             return l;
         }
@@ -2747,16 +2847,29 @@ impl<'a> Scope<'a> {
     }
 
     /// `r`, a comparison's right operand, as `Func::NullAfterText` when it
-    /// is a NULL-able number after `l`, a text column of the same table
-    /// (not a join's key: that stays two columns).
+    /// is a NULL-able number column after `l`, a text column of the same
+    /// table (not a join's key: that stays two columns); a number
+    /// expression has `l` read first instead ([`Scope::text_read_first`]).
     fn null_after_text(&self, l: &Expr, r: Expr) -> Expr {
+        match self.text_column_vs_number(l, &r) {
+            Some(integer) if matches!(r, Expr::Col(_)) && self.nullable(&r) => {
+                Expr::Func(Func::NullAfterText(integer), vec![r, l.clone()])
+            }
+            _ => r,
+        }
+    }
+
+    /// Whether `l` is a text column and `r` a number that is no constant
+    /// nor an ENUM's or SET's, all of whose columns are of `l`'s table:
+    /// then whether `l`'s text is read as a DECIMAL (else a DOUBLE).
+    fn text_column_vs_number(&self, l: &Expr, r: &Expr) -> Option<bool> {
         let Expr::Col(text) = l else {
-            return r;
+            return None;
         };
-        let integer = match self.kind(&r) {
+        let integer = match self.kind(r) {
             Kind::Int { .. } => true,
             Kind::Dec { .. } | Kind::Double => false,
-            _ => return r,
+            _ => return None,
         };
         // Every column it reads is of the text column's table.
         let table = self.columns.get(*text).map(|c| &c.table);
@@ -2767,10 +2880,7 @@ impl<'a> Scope<'a> {
             }
         });
         let text_column = matches!(self.kind(l), Kind::Str { .. }) && !self.is_member(l);
-        if !text_column || !same_table || self.is_member(&r) || !self.nullable(&r) {
-            return r;
-        }
-        Expr::Func(Func::NullAfterText(integer), vec![r, l.clone()])
+        (text_column && same_table && !self.is_member(r)).then_some(integer)
     }
 
     /// 1300 for a binary literal among `parts` that is not UTF-8 where
@@ -3592,14 +3702,16 @@ impl<'a> Scope<'a> {
             Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, ..) => {
                 sized(self.decimal_digits(e)?.0 + sign)
             }
-            // Its argument's characters, at most a BIGINT's 21.
+            // Its argument's characters, at most a BIGINT's 21, at least a
+            // digit and a sign (`CAST(SUBSTRING(y, 1, 1) AS SIGNED)` is
+            // INT(2), as MariaDB's: CREATE … SELECT seed 48).
             Expr::Cast(a, CastTo::Signed) => {
                 let m = self.meta(a, "");
                 let chars = match self.kind(a) {
                     Kind::Str { .. } if m.charset != charset::BINARY => m.length / 4,
                     _ => m.length,
                 };
-                sized(chars.min(INT64_DIGITS_MAX))
+                sized(chars.clamp(2, INT64_DIGITS_MAX))
             }
             Expr::Agg(_) => {
                 let spec = self.agg_of(e)?;
