@@ -10,7 +10,7 @@ use skarv_client::{CmpOp as NCmp, Filter};
 
 use super::catalog::{SqlType, TableInfo};
 use super::exec::convert::{to_native, Target};
-use super::expr::{CmpOp, Ctx, Expr, Val};
+use super::expr::{CmpOp, Ctx, Expr, Func, Val};
 use crate::error::SqlResult;
 
 pub mod join;
@@ -971,6 +971,29 @@ fn fold_disjuncts(
         let before = ctx.warnings.len();
         match constant.eval(&[], ctx) {
             Ok(v) => {
+                // Text that came quietly, against a number column: read as
+                // that literal would be (once, as a number), not as text
+                // per row (`CONCAT('5', 'x') >= id` warns once, as
+                // MariaDB's: CREATE … SELECT seed 47).
+                // Not an outer row's BIT or ENUM made text, read per row
+                // as MariaDB reads an outer reference.
+                let mut outer = false;
+                constant.each(&mut |x| {
+                    outer |= matches!(
+                        x,
+                        Expr::Func(Func::OuterBit | Func::BitBytes | Func::OuterMember, _)
+                    );
+                });
+                if matches!(v, Val::Str(_)) && ctx.warnings.len() == before && !outer {
+                    let literal = Expr::Lit(v.clone());
+                    let read = match side {
+                        0 => Expr::Cmp(*op, Box::new(literal), b.clone(), *c),
+                        _ => Expr::Cmp(*op, a.clone(), Box::new(literal), *c),
+                    };
+                    if number_vs_text(table, &read).is_some() {
+                        return fold_disjuncts(table, mode, &read, ctx);
+                    }
+                }
                 let cached = Box::new(warned_once(Expr::Lit(v), ctx, before));
                 let (a, b) = if side == 0 {
                     (cached, b.clone())
