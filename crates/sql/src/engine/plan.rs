@@ -121,11 +121,11 @@ fn fold_constants_with<'e>(
     let Some(cond) = cond else {
         return Ok(None);
     };
-    // Every string compared with a BIGINT UNSIGNED column first: MariaDB
+    // Every string compared with a BIGINT column (UNSIGNED or not) first: MariaDB
     // converts them when it prepares the statement, before its optimizer
     // drops an OR's side that a TRUE beside it makes moot (`'fig' = u OR
     // 1` warns: DML seed 48 with --nulls).
-    if let Cow::Owned(read) = read_unsigned_texts(table, cond, ctx) {
+    if let Cow::Owned(read) = read_bigint_texts(table, cond, ctx) {
         let folded = fold_constants_with(table, Some(&read), numbers, cache, ctx)?;
         return Ok(Some(Cow::Owned(
             folded.map_or(read.clone(), Cow::into_owned),
@@ -674,22 +674,22 @@ fn prepared_since(ctx: &mut Ctx<'_>, before: usize) {
 }
 
 /// An UPDATE's SET value with each string literal compared with a BIGINT
-/// UNSIGNED column read as its number now, its warning the planning's:
+/// column read as its number now, its warning the planning's:
 /// MariaDB converts such a constant when it prepares the statement, so a
 /// strict UPDATE only warns (`SET e = IF('x_y' < u, …)`; DML seed 172),
 /// as in a WHERE ([`fold_constants`]). Borrowed when there is none.
-pub fn read_unsigned_texts<'e>(
+pub fn read_bigint_texts<'e>(
     table: &TableInfo,
     e: &'e Expr,
     ctx: &mut Ctx<'_>,
 ) -> std::borrow::Cow<'e, Expr> {
     let mut found = false;
-    e.each(&mut |x| found |= unsigned_text(table, x).is_some());
+    e.each(&mut |x| found |= bigint_text(table, x).is_some());
     if !found {
         return std::borrow::Cow::Borrowed(e);
     }
     fn read(table: &TableInfo, e: &Expr, ctx: &mut Ctx<'_>) -> Expr {
-        match unsigned_text(table, e) {
+        match bigint_text(table, e) {
             Some((_, integer, text)) => {
                 let before = ctx.warnings.len();
                 let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
@@ -702,9 +702,9 @@ pub fn read_unsigned_texts<'e>(
     std::borrow::Cow::Owned(read(table, e, ctx))
 }
 
-/// [`number_vs_text`] of a BIGINT UNSIGNED column.
-fn unsigned_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'e [u8])> {
-    number_vs_text(table, e).filter(|(col, ..)| unsigned_big(table, *col))
+/// [`number_vs_text`] of a BIGINT column, UNSIGNED or not.
+fn bigint_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'e [u8])> {
+    number_vs_text(table, e).filter(|(col, ..)| is_bigint(table, *col))
 }
 
 /// Whether column `col` of `table` is a BIGINT, UNSIGNED or not: a string
@@ -712,7 +712,7 @@ fn unsigned_text<'e>(table: &TableInfo, e: &'e Expr) -> Option<(usize, bool, &'e
 /// `convert_const_to_int`, which takes BIGINT columns), not at the first
 /// row compared as against any other number column (`i = '6x'` of a
 /// BIGINT i only warns in a strict UPDATE, of an INT fails).
-fn unsigned_big(table: &TableInfo, col: usize) -> bool {
+fn is_bigint(table: &TableInfo, col: usize) -> bool {
     matches!(
         table.columns.get(col).map(|c| &c.ty),
         Some(SqlType::BigInt { .. })
@@ -768,10 +768,10 @@ fn fire_eager(table: &TableInfo, e: &Expr, ctx: &mut Ctx<'_>) {
 /// ANDs and ORs, before any row: an equality's, as it builds its
 /// multiple equalities (`build_equal_items`), and an IN list's of two or
 /// more items, as it prepares the IN, wherever it is (an IN of one is an
-/// equality, NOT IN of one an inequality). Any other comparison (`d > 'x'`, `NOT d = 'x'`,
-/// BETWEEN, an IF's) reads them at the first row compared, so an empty
-/// table gives no warning (DML seed 51 with NULLs: a strict multi-table
-/// UPDATE on `tm > 'x'` reading no row succeeds there).
+/// equality, NOT IN of one an inequality). Any other comparison (`d >
+/// 'x'`, `NOT d = 'x'`, BETWEEN, an IF's) reads them at the first row
+/// compared, so an empty table gives no warning (DML seed 51 with NULLs:
+/// a strict multi-table UPDATE on `tm > 'x'` reading no row succeeds).
 fn read_before_rows(leaf: &Expr) -> bool {
     match leaf {
         Expr::Cmp(op, ..) => *op == CmpOp::Eq,
@@ -869,14 +869,14 @@ fn fold_disjuncts(
     }
     // A string compared with a number column is read as a number once, as
     // MariaDB caches it (its warning once, not per row).
-    // Against a BIGINT UNSIGNED MariaDB converts it before the rows, its
+    // Against a BIGINT MariaDB converts it before the rows, its
     // warning never a row's (a strict write only warns): read in the
     // first fold, before the rows' warnings begin.
-    let found = number_vs_text(table, e).filter(|(col, ..)| numbers || unsigned_big(table, *col));
+    let found = number_vs_text(table, e).filter(|(col, ..)| numbers || is_bigint(table, *col));
     if let Some((col, integer, text)) = found {
         let before = ctx.warnings.len();
         let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
-        let number = if unsigned_big(table, col) {
+        let number = if is_bigint(table, col) {
             prepared_since(ctx, before);
             number
         } else {

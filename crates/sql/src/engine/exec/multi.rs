@@ -276,12 +276,12 @@ fn split_where(
 
 /// The late conjuncts (`split_where`) without the ORs a constant makes
 /// hold, folded before any row is read ([`plan::fold_true_disjuncts`]),
-/// their strings compared with a BIGINT UNSIGNED column read first, as
-/// MariaDB prepares them (`plan::join::read_unsigned_texts`: a strict
+/// their strings compared with a BIGINT column read first, as
+/// MariaDB prepares them (`plan::join::read_bigint_texts`: a strict
 /// UPDATE only warns of `'apple' = t1.f` beside an EXISTS; DML seed 464).
 fn fold_late(spec: &JoinSpec, late: Option<Expr>, ctx: &mut Ctx<'_>) -> SqlResult<Option<Expr>> {
     let late = match late {
-        Some(l) => match plan::join::read_unsigned_texts(spec, &l, ctx) {
+        Some(l) => match plan::join::read_bigint_texts(spec, &l, ctx) {
             std::borrow::Cow::Owned(read) => Some(read),
             std::borrow::Cow::Borrowed(_) => Some(l),
         },

@@ -2311,7 +2311,7 @@ fn fold_junction(
         fold_same_column(scope, a, joined),
         fold_same_column(scope, b, joined),
     );
-    // A side that compares a BIGINT UNSIGNED column with a string stays
+    // A side that compares a BIGINT column with a string stays
     // for the WHERE's fold (`plan::fold_constants`) to read that string,
     // as MariaDB converts it before its optimizer drops the side (`'fig'
     // = u OR 1` warns: DML seed 48 with --nulls).
@@ -3157,7 +3157,7 @@ fn update(
     let assignments: Vec<(usize, Expr)> = assignments
         .into_iter()
         .map(
-            |(c, e)| match plan::read_unsigned_texts(&table, &e, &mut ctx) {
+            |(c, e)| match plan::read_bigint_texts(&table, &e, &mut ctx) {
                 std::borrow::Cow::Borrowed(_) => (c, e),
                 std::borrow::Cow::Owned(read) => (c, read),
             },

@@ -473,7 +473,7 @@ fn fold_one_table(
         let folded = crate::engine::plan::fold_constants(&first.table, Some(e), true, ctx)?;
         return Ok(folded.map(std::borrow::Cow::into_owned));
     }
-    let read = read_unsigned_texts(spec, e, ctx);
+    let read = read_bigint_texts(spec, e, ctx);
     let e = read.as_ref();
     let single = tables.count_ones() == 1;
     let t = &spec.tables[if single {
@@ -495,13 +495,13 @@ fn fold_one_table(
     fold_moved(&t.table, e, &|c| c - offset, &|c| c + offset, ctx)
 }
 
-/// `e` with each string literal compared with a BIGINT UNSIGNED column of
-/// any table read now (`plan::read_unsigned_texts`), as MariaDB converts
+/// `e` with each string literal compared with a BIGINT column of
+/// any table read now (`plan::read_bigint_texts`), as MariaDB converts
 /// it when it prepares the statement, wherever the conjunct goes: beside
 /// an outer table's IS NULL or a subquery too (CREATE … SELECT seed 39:
 /// `(c > 100 XOR 'date' = t1.f) OR t2.id IS NULL` of a LEFT JOIN only
 /// warns). Borrowed when there is none.
-pub(crate) fn read_unsigned_texts<'e>(
+pub(crate) fn read_bigint_texts<'e>(
     spec: &JoinSpec,
     e: &'e Expr,
     ctx: &mut Ctx<'_>,
@@ -533,7 +533,7 @@ pub(crate) fn read_unsigned_texts<'e>(
             false => c + UNSEEN_COLUMN_OFFSET,
         });
         if let std::borrow::Cow::Owned(x) =
-            crate::engine::plan::read_unsigned_texts(&t.table, &moved, ctx)
+            crate::engine::plan::read_bigint_texts(&t.table, &moved, ctx)
         {
             read = std::borrow::Cow::Owned(map_columns(&x, &|c| match c >= UNSEEN_COLUMN_OFFSET {
                 true => c - UNSEEN_COLUMN_OFFSET,
