@@ -1246,6 +1246,16 @@ impl SqlType {
     /// An integer, FLOAT, DOUBLE or DECIMAL type: a number with no other
     /// meaning (not BIT, YEAR or a temporal type).
     pub fn is_number(&self) -> bool {
+        self.is_integer()
+            || matches!(
+                self,
+                SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
+            )
+    }
+
+    /// TINYINT to BIGINT: an integer with no other meaning (not YEAR nor
+    /// BIT, whose stored form and comparison differ).
+    pub fn is_integer(&self) -> bool {
         matches!(
             self,
             SqlType::TinyInt { .. }
@@ -1253,9 +1263,6 @@ impl SqlType {
                 | SqlType::MediumInt { .. }
                 | SqlType::Int { .. }
                 | SqlType::BigInt { .. }
-                | SqlType::Float { .. }
-                | SqlType::Double { .. }
-                | SqlType::Decimal { .. }
         )
     }
 

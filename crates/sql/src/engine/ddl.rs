@@ -2307,16 +2307,7 @@ fn column_spec(
         // MariaDB makes a key column and an AUTO_INCREMENT one NOT NULL.
         nullable = false;
     }
-    if auto_increment
-        && !matches!(
-            ty,
-            SqlType::TinyInt { .. }
-                | SqlType::SmallInt { .. }
-                | SqlType::MediumInt { .. }
-                | SqlType::Int { .. }
-                | SqlType::BigInt { .. }
-        )
-    {
+    if auto_increment && !ty.is_integer() {
         return Err(SqlError::new(
             codes::INVALID_DEFAULT,
             format!("Incorrect column specifier for column '{name}'"),

@@ -916,22 +916,10 @@ fn fold_disjuncts(
         (numbers, temporal_in_numbers(table, e), e)
     {
         let before = ctx.warnings.len();
-        let mut kept = false;
-        let items = list
-            .iter()
-            .map(|i| match i {
-                Expr::Lit(Val::Null) => {
-                    kept = true;
-                    i.clone()
-                }
-                Expr::Lit(v) => {
-                    let (t, date) = super::expr::eval::temporal_of_number(v, with_time, ctx);
-                    kept |= date;
-                    Expr::Lit(t)
-                }
-                other => other.clone(),
-            })
-            .collect();
+        let (items, kept) = super::expr::temporal_list(list, |v| {
+            let (t, date) = super::expr::eval::temporal_of_number(v, with_time, ctx);
+            (Expr::Lit(t), date)
+        });
         // The planning's, as a list of strings against a number column.
         planned_since(ctx, before);
         if kept {
@@ -1209,7 +1197,7 @@ fn range_bound_warnings(
                     .indexes
                     .iter()
                     .any(|i| usable(&i.name) && i.columns.contains(&column.native));
-        keyed.then(|| integer_column(&column.ty))
+        keyed.then(|| column.ty.is_integer())
     };
     let mut walk = RangeWalk {
         key: &key,
@@ -1871,19 +1859,6 @@ fn column_vs(
     };
     let v = silent(other).eval(&[], ctx)?;
     Ok(exact(table, col, &v, ctx.env.tz_secs).map(|v| (col, v, flipped)))
-}
-
-/// Whether a column holds integers (TINYINT to BIGINT; not YEAR nor BIT,
-/// whose stored form and comparison differ).
-fn integer_column(ty: &SqlType) -> bool {
-    matches!(
-        ty,
-        SqlType::TinyInt { .. }
-            | SqlType::SmallInt { .. }
-            | SqlType::MediumInt { .. }
-            | SqlType::Int { .. }
-            | SqlType::BigInt { .. }
-    )
 }
 
 /// Whether one side of a column's comparison is a constant that is NULL

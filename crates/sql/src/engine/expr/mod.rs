@@ -465,23 +465,11 @@ impl Scope<'_> {
                     return Expr::In(x, list, negated, c, from);
                 }
                 let env = Env::default();
-                let mut kept = false;
-                let items = list
-                    .iter()
-                    .map(|i| match i {
-                        Expr::Lit(Val::Null) => {
-                            kept = true;
-                            i.clone()
-                        }
-                        Expr::Lit(v) => {
-                            let mut ctx = Ctx::new(&[], &env);
-                            let (t, date) = eval::temporal_of_number(v, with_time, &mut ctx);
-                            kept |= date;
-                            planned_once(Expr::Lit(t), ctx.warnings)
-                        }
-                        other => other.clone(),
-                    })
-                    .collect();
+                let (items, kept) = temporal_list(&list, |v| {
+                    let mut ctx = Ctx::new(&[], &env);
+                    let (t, date) = eval::temporal_of_number(v, with_time, &mut ctx);
+                    (planned_once(Expr::Lit(t), ctx.warnings), date)
+                });
                 if kept {
                     Expr::In(x, items, negated, c, from)
                 } else {
@@ -491,6 +479,33 @@ impl Scope<'_> {
             other => other,
         }
     }
+}
+
+/// An IN list of numbers and NULLs against a DATE or DATETIME with each
+/// number read by `read` (its date, and whether it is one), and whether
+/// an item is a date, 0 or NULL: else MariaDB compares the list per row
+/// as well (`plan::temporal_in_numbers`, [`Scope::temporal_in_lists`]).
+pub fn temporal_list(
+    list: &[Expr],
+    mut read: impl FnMut(&Val) -> (Expr, bool),
+) -> (Vec<Expr>, bool) {
+    let mut kept = false;
+    let items = list
+        .iter()
+        .map(|i| match i {
+            Expr::Lit(Val::Null) => {
+                kept = true;
+                i.clone()
+            }
+            Expr::Lit(v) => {
+                let (item, date) = read(v);
+                kept |= date;
+                item
+            }
+            other => other.clone(),
+        })
+        .collect();
+    (items, kept)
 }
 
 /// `value`, read when the statement was prepared, with the `warnings` of
