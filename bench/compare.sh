@@ -37,7 +37,10 @@
 # skips the build), BATCH_POLICY (0; 1: every process of the run under Linux's SCHED_BATCH,
 # redis-server and redis-benchmark through `chrt -b 0`, the data nodes with
 # BatchScheduling=1 and flex with --batch-scheduling, so that neither side gains from the
-# policy alone). Raw results (JSON lines, CSV, logs) stay in $WORK; the sandboxes' data is
+# policy alone), LINK (tcp: the client reaches Redis and the data nodes over loopback TCP,
+# the sandboxes with UseShm=0, as the goals' figures were measured; unix: both over
+# Unix-domain sockets, redis-benchmark -s and the data nodes' local links, UseShm=1, their
+# default). Raw results (JSON lines, CSV, logs) stay in $WORK; the sandboxes' data is
 # removed. Takes about 6 minutes at 400,000 rows and 10 more at 10 million (ROWS=400000 for
 # the first alone).
 
@@ -79,6 +82,17 @@ if [[ ${BATCH_POLICY:-0} == 1 ]]; then
     SANDBOX_POLICY=(--set BatchScheduling=1)
     FLEX_POLICY=(--batch-scheduling)
 fi
+
+# LINK: the same kind of socket on both sides. Redis gains more from a Unix socket (5-20 %
+# in one run: it wakes per request) than Skarv's batching, spinning data node and client do
+# (within the noise but for a 2-replica update one at a time, 8-10 %: docs/architecture.md).
+LINK=${LINK:-tcp}
+case $LINK in
+unix) REDIS_LISTEN=(--unixsocket "$WORK/redis.sock" --unixsocketperm 700)
+    REDIS_CLIENT=(-s "$WORK/redis.sock") SANDBOX_LINK=(--set UseShm=1) ;;
+tcp) REDIS_LISTEN=() REDIS_CLIENT=(-h 127.0.0.1 -p "$REDIS_PORT") SANDBOX_LINK=(--set UseShm=0) ;;
+*) printf 'compare.sh: LINK=%s: allowed: unix, tcp\n' "$LINK" >&2; exit 1 ;;
+esac
 
 mkdir -p "$WORK"
 say() { printf '%s\n' "$*" >&2; }
@@ -150,7 +164,7 @@ fi
 start_redis() {
     say "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') on 127.0.0.1:$REDIS_PORT"
     "${POLICY[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-        --protected-mode yes --daemonize no --logfile "$WORK/redis.log" &
+        --protected-mode yes --daemonize no --logfile "$WORK/redis.log" "${REDIS_LISTEN[@]}" &
     REDIS_PID=$!
     for _ in $(seq 100); do
         redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
@@ -181,7 +195,7 @@ stop_redis() {
 redis_bench() { # name, extra args...
     local name=$1
     shift
-    timeout "$STEP_TIMEOUT_S" "${POLICY[@]}" redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -d 100 -r "$ROWS" \
+    timeout "$STEP_TIMEOUT_S" "${POLICY[@]}" redis-benchmark "${REDIS_CLIENT[@]}" -t get,set -d 100 -r "$ROWS" \
         --csv "$@" >"$OUT/redis-$name.csv"
 }
 csv_field() { # file, test, field number
@@ -228,7 +242,7 @@ start_sandbox() { # dir, data nodes, replicas, port
     local data_mb=$((ROWS * 200 / 1048576 > 256 ? ROWS * 200 / 1048576 : 256))
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --detach --dir "$1" --data-nodes "$2" --replicas "$3" \
         --base-port "$4" --set NoOfFragmentLogFiles=16 --set "DataMemory=${data_mb}M" --bind-cpus \
-        --sql-nodes 0 "${SANDBOX_POLICY[@]}" >"$OUT/sandbox-$2x$3.txt"
+        --sql-nodes 0 "${SANDBOX_POLICY[@]}" "${SANDBOX_LINK[@]}" >"$OUT/sandbox-$2x$3.txt"
 }
 stop_sandbox() { # dir (its data, hundreds of MB of redo and checkpoints, goes too)
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$1" >/dev/null

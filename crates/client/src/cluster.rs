@@ -27,6 +27,7 @@ use kernel::thread_config::{SpinMethod, ThreadRole};
 use mgmd::MgmClient;
 use signal::frame::FrameWriter;
 use signal::{BlockNumber, BlockRef, NodeBitmask, NodeId, NodeType, Signal, SignalBody, VERSION};
+use transport::stream::LinkKind;
 
 use crate::error::{Error, Result};
 use crate::link::{Handshake, Link, NewConnection, Progress};
@@ -249,7 +250,7 @@ pub(crate) struct Shared {
     wakeups: (Mutex<Vec<Arc<Mailbox>>>, Condvar),
     send_waker: mio::Waker,
     send_registry: mio::Registry,
-    send_handles: Mutex<Vec<Option<mio::net::TcpStream>>>,
+    send_handles: Mutex<Vec<Option<transport::stream::Stream>>>,
     /// Node states changed (connect waits on it).
     state: (Mutex<u64>, Condvar),
     shutdown: AtomicBool,
@@ -765,6 +766,15 @@ impl Cluster {
             .collect()
     }
 
+    /// The socket each connected data node's link runs on: a local
+    /// (Unix-domain) one to a node on this host that listens on one
+    /// (`UseShm`), else TCP.
+    pub fn link_kinds(&self) -> Vec<(NodeId, LinkKind)> {
+        let links = &self.inner.shared.links;
+        let up = links.iter().filter(|l| l.connected.load(Ordering::Acquire));
+        up.map(|l| (l.node, l.kind())).collect()
+    }
+
     /// Waits until every data node is live or `timeout` passes; returns
     /// the live count.
     pub fn wait_until_ready(&self, timeout: Duration) -> usize {
@@ -994,7 +1004,8 @@ fn advance_handshake(shared: &Shared, index: usize, handshake: Handshake) -> Opt
             lock(&shared.send_handles)[index] = Some(send_handle);
             shared.lock_new_connections().push(connection);
             shared.wake_poll();
-            tracing::info!(node = %link.node, "connected to data node");
+            let kind = link.kind().name();
+            tracing::info!(node = %link.node, link = kind, "connected to data node");
             shared.state_changed();
             None
         }

@@ -126,6 +126,7 @@ pub use stats::SessionStats;
 pub use transaction::{
     ExecMode, ExecuteFuture, Later, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,
 };
+pub use transport::stream::LinkKind;
 
 /// The schema types a table definition is made of (from the `schema` crate).
 pub mod schema_types {

@@ -25,8 +25,7 @@
 //! network.
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::AsFd;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
@@ -34,6 +33,8 @@ use std::time::{Duration, Instant};
 use signal::{
     decode_frame, encode_frame, BlockNumber, BlockRef, NodeId, Signal, SignalBody, VERSION,
 };
+
+use transport::stream::{LinkKind, Stream};
 
 use crate::error::{Error, Result};
 
@@ -48,7 +49,7 @@ const HELLO_BYTES_MAX: usize = 4_096;
 /// node's hello. Owned by the connection thread, which drives it with
 /// [`Link::advance`] on each tick and never blocks on it.
 pub(crate) struct Handshake {
-    stream: mio::net::TcpStream,
+    stream: Stream,
     deadline: Instant,
     timeout: Duration,
     hello_sent: bool,
@@ -59,12 +60,12 @@ pub(crate) struct Handshake {
 /// Where a handshake stands after [`Link::advance`].
 pub(crate) enum Progress {
     Pending(Handshake),
-    Up(NewConnection, mio::net::TcpStream),
+    Up(NewConnection, Stream),
 }
 
 /// The write side of an up connection.
 struct Writer {
-    stream: TcpStream,
+    stream: Stream,
     /// Bytes the socket has not taken yet, in order.
     pending: Vec<u8>,
     generation: u64,
@@ -79,6 +80,8 @@ pub(crate) struct Link {
     pub tc_instances: u32,
     /// The connection is up (hello exchanged).
     pub connected: AtomicBool,
+    /// The last connection runs on the node's local socket, not TCP.
+    local: AtomicBool,
     /// The node answered `ApiRegConf` with `started` on this connection.
     pub started: AtomicBool,
     /// A write on this connection failed: the peer is gone (a killed
@@ -111,7 +114,7 @@ pub(crate) struct Link {
 pub(crate) struct NewConnection {
     pub link: usize,
     pub generation: u64,
-    pub read: mio::net::TcpStream,
+    pub read: Stream,
 }
 
 impl Link {
@@ -123,6 +126,7 @@ impl Link {
             port,
             tc_instances,
             connected: AtomicBool::new(false),
+            local: AtomicBool::new(false),
             started: AtomicBool::new(false),
             broken: AtomicBool::new(false),
             generation: AtomicU64::new(0),
@@ -133,6 +137,15 @@ impl Link {
             writer: Mutex::new(None),
             queue: Mutex::new(Vec::new()),
             queued: AtomicBool::new(false),
+        }
+    }
+
+    /// The kind of socket of the connection that is up (or was last).
+    pub fn kind(&self) -> LinkKind {
+        if self.local.load(Ordering::Acquire) {
+            LinkKind::Local
+        } else {
+            LinkKind::Tcp
         }
     }
 
@@ -196,7 +209,8 @@ impl Link {
     pub fn start_connect(&self, timeout: Duration) -> io::Result<Handshake> {
         assert!(!timeout.is_zero());
         let addr = resolve(&self.host, self.port)?;
-        let stream = mio::net::TcpStream::connect(addr)?;
+        // A data node on this host is reached over its local socket.
+        let stream = Stream::connect(addr, true)?;
         Ok(Handshake {
             stream,
             deadline: Instant::now() + timeout,
@@ -226,17 +240,10 @@ impl Link {
             ));
         }
         if !handshake.hello_sent {
-            if let Some(error) = handshake.stream.take_error()? {
-                return Err(error);
+            if !handshake.stream.is_connected()? {
+                return Ok(Progress::Pending(handshake));
             }
-            match handshake.stream.peer_addr() {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    return Ok(Progress::Pending(handshake))
-                }
-                Err(e) => return Err(e),
-            }
-            handshake.stream.set_nodelay(true)?;
+            handshake.stream.set_nodelay()?;
             self.send_hello(&mut handshake.stream, me)?;
             handshake.hello_sent = true;
         }
@@ -271,7 +278,7 @@ impl Link {
         Ok(Progress::Up(connection, send_handle))
     }
 
-    fn send_hello(&self, stream: &mut mio::net::TcpStream, me: NodeId) -> io::Result<()> {
+    fn send_hello(&self, stream: &mut Stream, me: NodeId) -> io::Result<()> {
         let hello = Signal {
             receiver: BlockRef::new(self.node, BlockNumber::PROCESS, 0),
             sender: BlockRef::new(me, BlockNumber::PROCESS, 0),
@@ -334,15 +341,13 @@ impl Link {
     }
 
     /// The hellos are through: installs the write side of `stream`.
-    fn install(
-        &self,
-        stream: mio::net::TcpStream,
-    ) -> io::Result<(NewConnection, mio::net::TcpStream)> {
-        let stream = TcpStream::from(stream.as_fd().try_clone_to_owned()?);
-        stream.set_nonblocking(true)?;
-        let read = mio::net::TcpStream::from_std(stream.try_clone()?);
-        let send_handle =
-            mio::net::TcpStream::from_std(TcpStream::from(stream.as_fd().try_clone_to_owned()?));
+    fn install(&self, stream: Stream) -> io::Result<(NewConnection, Stream)> {
+        // Three handles on the socket, all non-blocking (as it was made):
+        // the writer's, the receiver's and the send thread's poll's.
+        let read = stream.try_clone()?;
+        let send_handle = stream.try_clone()?;
+        self.local
+            .store(stream.kind() == LinkKind::Local, Ordering::Release);
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         *self.lock_writer() = Some(Writer {
             stream,
@@ -596,11 +601,7 @@ mod tests {
     }
 
     /// Drives a handshake until it ends (the tests' peers answer at once).
-    fn connect(
-        link: &Link,
-        me: NodeId,
-        timeout: Duration,
-    ) -> io::Result<(NewConnection, mio::net::TcpStream)> {
+    fn connect(link: &Link, me: NodeId, timeout: Duration) -> io::Result<(NewConnection, Stream)> {
         let mut handshake = link.start_connect(timeout)?;
         loop {
             match link.advance(handshake, me)? {

@@ -166,7 +166,7 @@ impl Mailbox {
 struct Connection {
     link: usize,
     generation: u64,
-    stream: mio::net::TcpStream,
+    stream: transport::stream::Stream,
     buffer: Box<[u8]>,
     start: usize,
     end: usize,

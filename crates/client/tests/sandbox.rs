@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use skarv_client::schema_types::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
 use skarv_client::{
-    codes, Cluster, ClusterOptions, CmpOp, ExecMode, Filter, LockMode, Op, ScanOptions, Session,
-    Value,
+    codes, Cluster, ClusterOptions, CmpOp, ExecMode, Filter, LinkKind, LockMode, Op, ScanOptions,
+    Session, Value,
 };
 
 mod common;
@@ -630,6 +630,11 @@ fn the_client_against_a_sandbox() {
     let cluster =
         Cluster::connect_with(&sandbox.connect, options).expect("connects to the sandbox");
     assert_eq!(cluster.live_nodes().len(), 1);
+    // The data node is on this host: its local socket, not loopback TCP.
+    assert_eq!(
+        cluster.link_kinds(),
+        [(cluster.live_nodes()[0], LinkKind::Local)]
+    );
     let session = cluster.session().expect("session");
     create_accounts(&session);
     operations_match_a_model(&session);
@@ -652,4 +657,20 @@ fn the_client_against_a_sandbox() {
         "async_batch",
         &["--transactions", "2000", "--in-flight", "500"],
     );
+}
+
+/// `UseShm=0`: the data node listens on TCP only, and the client, which
+/// tries the local socket first, is served over TCP.
+#[test]
+fn without_use_shm_the_client_is_served_over_tcp() {
+    let sandbox = Sandbox::start_with("client-tcp", 1, 1, 23500, &["--set", "UseShm=0"]);
+    let cluster = Cluster::connect(&sandbox.connect).expect("connects to the sandbox");
+    assert_eq!(cluster.live_nodes().len(), 1);
+    assert_eq!(
+        cluster.link_kinds(),
+        [(cluster.live_nodes()[0], LinkKind::Tcp)]
+    );
+    let session = cluster.session().expect("session");
+    create_accounts(&session);
+    operations_match_a_model(&session);
 }

@@ -486,6 +486,7 @@ fn data_node(
         arbitration_timeout_ms: view.number_u32(&p::ARBITRATION_TIMEOUT),
         lock_pages_in_memory: view.number_u32(&p::LOCK_PAGES_IN_MAIN_MEMORY),
         stop_on_error: view.flag(&p::STOP_ON_ERROR),
+        use_shm: view.flag(&p::USE_SHM),
     };
     assert!(params.no_of_fragment_log_parts >= ldm);
     Ok(DataNode {

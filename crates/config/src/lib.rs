@@ -143,6 +143,8 @@ pub struct DataNodeParams {
     pub lock_pages_in_memory: u32,
     /// Skarv's default is false: the angel restarts a failed node.
     pub stop_on_error: bool,
+    /// `UseShm`: nodes on this host reach this one over a local socket.
+    pub use_shm: bool,
 }
 
 /// An `[api]` or `[mysqld]` slot.

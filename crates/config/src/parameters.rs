@@ -314,6 +314,20 @@ pub(crate) const STOP_ON_ERROR: Parameter = Parameter {
     per_node: false,
 };
 
+/// Links to nodes on the same host (API and data nodes) run on a
+/// Unix-domain socket instead of loopback TCP (`transport::stream`): a
+/// message that wakes its receiver skips the TCP stack (a 2-replica update
+/// one at a time is 8-16 % faster). NDB's name, for its shared-memory
+/// transporter; NDB's default is off, Skarv's on (nothing to size or tune,
+/// and a node that cannot take its socket falls back to TCP).
+pub(crate) const USE_SHM: Parameter = Parameter {
+    name: "UseShm",
+    aliases: &[],
+    value_type: ValueType::Bool,
+    default: Fallback::Bool(true),
+    per_node: false,
+};
+
 const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &NODE_ID,
     &HOST_NAME,
@@ -343,6 +357,7 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &ARBITRATION_TIMEOUT,
     &LOCK_PAGES_IN_MAIN_MEMORY,
     &STOP_ON_ERROR,
+    &USE_SHM,
 ];
 
 const MANAGEMENT_NODE_PARAMETERS: &[&Parameter] = &[&NODE_ID, &HOST_NAME, &PORT_NUMBER, &DATA_DIR];

@@ -51,6 +51,7 @@ NoOfFragmentLogFiles=4
 LockPagesInMainMemory=1
 StopOnError=true
 BatchScheduling=1
+UseShm=0
 DataDir=/var/lib/skarv
 
 [ndb_mgmd default]
@@ -127,6 +128,7 @@ NodeId=11
         assert_eq!(params.lock_pages_in_memory, 1);
         assert!(params.stop_on_error);
         assert!(params.threads.threads.iter().all(|t| t.batch));
+        assert!(!params.use_shm);
     }
 
     assert_eq!(config.api_nodes.len(), 2);
@@ -187,6 +189,8 @@ fn defaults_are_ndbs() {
         assert_eq!(params.no_of_fragment_log_files, 16);
         assert_eq!(params.lock_pages_in_memory, 0);
         assert!(!params.stop_on_error);
+        // Not NDB's default (off): local links skip the loopback TCP stack.
+        assert!(params.use_shm);
         assert!(params
             .threads
             .threads

@@ -751,12 +751,15 @@ pub fn rows(
                     l.frames_sent,
                     l.frames_received,
                 ],
-                texts: vec![if l.up {
-                    dbinfo::CONNECTED
-                } else {
-                    dbinfo::DISCONNECTED
-                }
-                .to_owned()],
+                texts: vec![
+                    if l.up {
+                        dbinfo::CONNECTED
+                    } else {
+                        dbinfo::DISCONNECTED
+                    }
+                    .to_owned(),
+                    l.kind.ndbinfo_name().to_owned(),
+                ],
             })
             .collect(),
         n if n == dbinfo::LOGSPACES.name => (0u64..)

@@ -405,6 +405,7 @@ fn start_transport(
     let mut transport_config =
         TransportConfig::new(node, BlockRef::new(node, BlockNumber::MEMBERSHIP, 0));
     transport_config.listen = Some(listen);
+    transport_config.local_sockets = me.params.use_shm;
     for peer in &config.data_nodes {
         if peer.node_id == node {
             continue;

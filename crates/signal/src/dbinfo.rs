@@ -165,6 +165,9 @@ pub const TRANSPORTERS: TableDef = TableDef {
         ("bytes_received", Int),
         ("frames_sent", Int),
         ("frames_received", Int),
+        // NDB's `transporter_details.type`: 'TCP', or 'UNIX' for a local
+        // socket (`UseShm`; NDB's would say 'SHM').
+        ("type", Text),
     ],
 };
 

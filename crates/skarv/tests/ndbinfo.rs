@@ -14,7 +14,8 @@
 //!   uses CPU;
 //! - `ndbinfo.threadblocks` places every block of a data node (QMGR,
 //!   DBDIH, DBDICT, DBTC, SUMA, a DBLQH per LDM) on one of its threads;
-//! - `ndbinfo.transporters` shows the link between the data nodes up, its
+//! - `ndbinfo.transporters` shows the link between the data nodes up, on
+//!   a local socket (`type` UNIX) as every link of the sandbox, its
 //!   bytes and frames growing under the load, and down once a node is
 //!   killed;
 //! - a transaction left open by one connection (`BEGIN; UPDATE`) shows in
@@ -338,6 +339,16 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     let link_before = link(&mut conn, 2, 3).expect("node 2 has a link to node 3");
     assert_eq!(link_before.0, "CONNECTED", "{link_before:?}");
     assert!(link_before.1 >= 1, "{link_before:?}");
+    // Every node is on this host: the data nodes' link and the SQL node's
+    // run on local sockets (`UseShm`, on by default), not loopback TCP.
+    let kinds: Vec<(u64, u64, String)> = conn
+        .query("SELECT node_id, remote_node_id, type FROM ndbinfo.transporters WHERE status = 'CONNECTED'")
+        .expect("transporters answers");
+    assert!(
+        kinds.len() >= 4,
+        "both data nodes' links, and the SQL node's: {kinds:?}"
+    );
+    assert!(kinds.iter().all(|(_, _, kind)| kind == "UNIX"), "{kinds:?}");
 
     conn.query_drop("CREATE DATABASE load_db")
         .expect("create database");

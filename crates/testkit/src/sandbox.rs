@@ -50,6 +50,18 @@ impl Sandbox {
     /// `data_nodes` data nodes of `replicas` replicas, on a port range
     /// starting at `port_range_start`.
     pub fn start(name: &str, data_nodes: u32, replicas: u32, port_range_start: u16) -> Sandbox {
+        Sandbox::start_with(name, data_nodes, replicas, port_range_start, &[])
+    }
+
+    /// `start`, with `skarv sandbox`'s further arguments `extra` (e.g.
+    /// `--set NAME=VALUE`).
+    pub fn start_with(
+        name: &str,
+        data_nodes: u32,
+        replicas: u32,
+        port_range_start: u16,
+        extra: &[&str],
+    ) -> Sandbox {
         let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
@@ -62,6 +74,7 @@ impl Sandbox {
             .args(["--base-port", &base.to_string()])
             // These tests drive the cluster or the engine in process.
             .args(["--sql-nodes", "0"])
+            .args(extra)
             .output()
             .expect("run skarv sandbox");
         let sandbox = Sandbox {

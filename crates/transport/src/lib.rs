@@ -1,7 +1,8 @@
 //! The TCP transporter: how signals leave one node and enter another.
 //!
 //! Every pair of nodes shares exactly one TCP connection (DESIGN.md §2,
-//! "Transporters"). One side connects (its peer has a `connect_to`
+//! "Transporters"), or one Unix-domain socket when both are on the same
+//! host ([`stream`], `TransportConfig::local_sockets`). One side connects (its peer has a `connect_to`
 //! address), the other accepts. Both sides open with a `TransportHello`
 //! frame; only after it checks out is the connection *up*, and the node's
 //! membership block hears `NodeConnected`. When an up connection breaks or
@@ -35,6 +36,7 @@ mod receive_thread;
 mod send_thread;
 mod sender;
 mod shared;
+pub mod stream;
 mod writer;
 
 use std::net::SocketAddr;
@@ -100,6 +102,10 @@ pub struct TransportConfig {
     pub send_thread: bool,
     pub recv_cpubind: Option<usize>,
     pub send_cpubind: Option<usize>,
+    /// Links to nodes on this host run on a Unix-domain socket ([`stream`]):
+    /// the listener also listens on its local name, and connects to a
+    /// loopback address try the peer's. The data node's `UseShm`.
+    pub local_sockets: bool,
 }
 
 impl TransportConfig {
@@ -115,6 +121,7 @@ impl TransportConfig {
             send_thread: true,
             recv_cpubind: None,
             send_cpubind: None,
+            local_sockets: true,
         }
     }
 }
@@ -151,6 +158,8 @@ pub struct LinkFigure {
     /// Read from the socket, and checked frames (hellos included).
     pub bytes_received: u64,
     pub frames_received: u64,
+    /// The socket of the last connection that came up (TCP before any).
+    pub kind: stream::LinkKind,
 }
 
 /// A reader of every link's figures ([`Transport::link_figures`]).
@@ -177,6 +186,11 @@ impl LinkFigures {
                     frames_sent: c.frames_sent.load(Relaxed),
                     bytes_received: c.bytes_received.load(Relaxed),
                     frames_received: c.frames_received.load(Relaxed),
+                    kind: if peer.local.load(std::sync::atomic::Ordering::Acquire) {
+                        stream::LinkKind::Local
+                    } else {
+                        stream::LinkKind::Tcp
+                    },
                 }
             })
             .collect()
@@ -283,6 +297,21 @@ impl Transport {
             ),
             None => None,
         };
+        // A node that cannot take its local name still serves over TCP;
+        // only the process holding `local_addr` can hold the name, so
+        // failing here means something is wrong with the host, not the node.
+        let local_listener = match local_addr {
+            Some(addr) if config.local_sockets => match stream::local_address(addr)
+                .and_then(|name| mio::net::UnixListener::bind_addr(&name))
+            {
+                Ok(listener) => Some(listener),
+                Err(error) => {
+                    tracing::warn!(%addr, %error, "no local socket: nodes on this host connect over TCP");
+                    None
+                }
+            },
+            _ => None,
+        };
         let (send_shared, send_poll) = if config.send_thread {
             let poll = mio::Poll::new().map_err(io("creating the send poll"))?;
             let waker = mio::Waker::new(poll.registry(), send_thread::WAKER)
@@ -324,8 +353,15 @@ impl Transport {
                     .map_err(io("starting the send thread"))?,
             );
         }
-        let receive = ReceiveLoop::new(shared, receive_poll, listener, &config, sink)
-            .map_err(io("registering the listener"))?;
+        let receive = ReceiveLoop::new(
+            shared,
+            receive_poll,
+            listener,
+            local_listener,
+            &config,
+            sink,
+        )
+        .map_err(io("registering the listener"))?;
         Ok((transport, receive))
     }
 

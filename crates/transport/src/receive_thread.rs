@@ -27,11 +27,10 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token};
 use signal::frame::FRAME_MAX_BYTES;
 use signal::{
@@ -41,12 +40,14 @@ use signal::{
 use stdx::RateLimit;
 
 use crate::shared::{add, CloseReason, Command, Refusal, Shared};
+use crate::stream::{LinkKind, PeerAddr, Stream};
 use crate::writer::Writer;
 use crate::{InboundSink, TransportConfig};
 
 pub(crate) const WAKER: Token = Token(0);
 const LISTENER: Token = Token(1);
-const CONNECTION_TOKEN_BASE: usize = 2;
+const LOCAL_LISTENER: Token = Token(2);
+const CONNECTION_TOKEN_BASE: usize = 3;
 
 /// Time an outgoing connection has to connect and complete the hello.
 const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
@@ -89,8 +90,8 @@ enum Phase {
 }
 
 struct Connection {
-    stream: TcpStream,
-    addr: SocketAddr,
+    stream: Stream,
+    addr: PeerAddr,
     phase: Phase,
     /// Until the connection must be up.
     deadline: Instant,
@@ -129,6 +130,11 @@ pub(crate) struct ReceiveLoop {
     /// `events` came from a `wait` and are not handled yet.
     events_ready: bool,
     listener: Option<TcpListener>,
+    /// The listener's local name (`stream`), for nodes on this host, and
+    /// the TCP address it mirrors.
+    local_listener: Option<(UnixListener, SocketAddr)>,
+    /// Connects to loopback addresses try the peer's local name first.
+    local_sockets: bool,
     connections: Vec<Option<Connection>>,
     free: Vec<usize>,
     peers: Vec<PeerLink>,
@@ -176,6 +182,7 @@ impl ReceiveLoop {
         shared: Arc<Shared>,
         poll: Poll,
         mut listener: Option<TcpListener>,
+        mut local_listener: Option<UnixListener>,
         config: &TransportConfig,
         sink: Box<dyn InboundSink>,
     ) -> io::Result<ReceiveLoop> {
@@ -183,6 +190,14 @@ impl ReceiveLoop {
             poll.registry()
                 .register(listener, LISTENER, Interest::READABLE)?;
         }
+        let local_listener = match (local_listener.as_mut(), listener.as_ref()) {
+            (Some(local), Some(tcp)) => {
+                poll.registry()
+                    .register(local, LOCAL_LISTENER, Interest::READABLE)?;
+                local_listener.zip(Some(tcp.local_addr()?))
+            }
+            _ => None,
+        };
         let now = Instant::now();
         let peers = config
             .peers
@@ -205,6 +220,8 @@ impl ReceiveLoop {
             events: Events::with_capacity(EVENTS_MAX),
             events_ready: false,
             listener,
+            local_listener,
+            local_sockets: config.local_sockets,
             connections: Vec::new(),
             free: Vec::new(),
             peers,
@@ -249,7 +266,7 @@ impl ReceiveLoop {
         for event in events.iter() {
             match event.token() {
                 WAKER => {}
-                LISTENER => self.accept_all(),
+                LISTENER | LOCAL_LISTENER => self.accept_all(),
                 Token(token) => self.on_event(
                     token - CONNECTION_TOKEN_BASE,
                     event.is_readable() || event.is_read_closed() || event.is_error(),
@@ -372,32 +389,51 @@ impl ReceiveLoop {
     // ---- connection setup ----
 
     fn accept_all(&mut self) {
-        loop {
-            let Some(listener) = self.listener.as_ref() else {
-                return;
-            };
-            let (stream, addr) = match listener.accept() {
-                Ok(accepted) => accepted,
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => {
-                    // E.g. out of file descriptors. The listener is
-                    // edge-triggered, so retry on our own a little later.
-                    tracing::warn!(%error, "accepting a connection failed");
-                    self.accept_retry_at = Some(Instant::now() + self.reconnect_interval);
-                    return;
-                }
-            };
+        while let Some((stream, addr)) = self.accept_one() {
             if self.incoming_pending >= HANDSHAKE_PENDING_MAX {
                 self.close_oldest_incoming();
             }
-            if let Err(error) = stream.set_nodelay(true) {
+            if let Err(error) = stream.set_nodelay() {
                 tracing::warn!(%addr, %error, "refusing a connection: cannot set TCP_NODELAY");
                 continue;
             }
             let phase = Phase::AwaitHello { expected: None };
             if self.insert(stream, addr, phase).is_some() {
                 self.incoming_pending += 1;
+            }
+        }
+    }
+
+    /// The next connection either listener has, TCP's first; None when
+    /// neither has one now. Both are edge-triggered, so both are drained.
+    fn accept_one(&mut self) -> Option<(Stream, PeerAddr)> {
+        loop {
+            let accepted = if let Some(listener) = self.listener.as_ref() {
+                match listener.accept() {
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => None,
+                    result => Some(result.map(|(s, addr)| (Stream::Tcp(s), PeerAddr::Tcp(addr)))),
+                }
+            } else {
+                None
+            };
+            let accepted = accepted.or_else(|| {
+                let (listener, via) = self.local_listener.as_ref()?;
+                let via = *via;
+                match listener.accept() {
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => None,
+                    result => Some(result.map(|(s, _)| (Stream::Local(s), PeerAddr::Local(via)))),
+                }
+            })?;
+            match accepted {
+                Ok(accepted) => return Some(accepted),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    // E.g. out of file descriptors. The listeners are
+                    // edge-triggered, so retry on our own a little later.
+                    tracing::warn!(%error, "accepting a connection failed");
+                    self.accept_retry_at = Some(Instant::now() + self.reconnect_interval);
+                    return None;
+                }
             }
         }
     }
@@ -427,8 +463,12 @@ impl ReceiveLoop {
         };
         assert!(peer.connection.is_none());
         peer.next_connect = now + self.reconnect_interval;
-        match TcpStream::connect(addr) {
+        match Stream::connect(addr, self.local_sockets) {
             Ok(stream) => {
+                let addr = match stream.kind() {
+                    LinkKind::Tcp => PeerAddr::Tcp(addr),
+                    LinkKind::Local => PeerAddr::Local(addr),
+                };
                 let index = self.insert(stream, addr, Phase::Connecting { slot });
                 self.peers[slot].connection = index;
             }
@@ -439,7 +479,7 @@ impl ReceiveLoop {
     }
 
     /// Registers a new connection; None if it could not be registered (logged).
-    fn insert(&mut self, mut stream: TcpStream, addr: SocketAddr, phase: Phase) -> Option<usize> {
+    fn insert(&mut self, mut stream: Stream, addr: PeerAddr, phase: Phase) -> Option<usize> {
         let index = self.free.pop().unwrap_or(self.connections.len());
         let token = Token(CONNECTION_TOKEN_BASE + index);
         // Connecting needs writability to learn the outcome; flush mode needs
@@ -489,21 +529,16 @@ impl ReceiveLoop {
         let Phase::Connecting { slot } = connection.phase else {
             unreachable!("only called while connecting");
         };
-        if let Some(error) = connection
+        if !connection
             .stream
-            .take_error()
+            .is_connected()
             .map_err(CloseReason::ConnectFailed)?
         {
-            return Err(CloseReason::ConnectFailed(error));
-        }
-        match connection.stream.peer_addr() {
-            Ok(_) => {}
-            Err(error) if error.kind() == io::ErrorKind::NotConnected => return Ok(()),
-            Err(error) => return Err(CloseReason::ConnectFailed(error)),
+            return Ok(());
         }
         connection
             .stream
-            .set_nodelay(true)
+            .set_nodelay()
             .map_err(CloseReason::Setup)?;
         if !self.writes_here {
             let token = Token(CONNECTION_TOKEN_BASE + index);
@@ -795,12 +830,7 @@ impl ReceiveLoop {
         };
         // The writer needs its own handle on the socket: the send thread
         // registers it with its own poll, and it must outlive our borrow.
-        let fd = connection
-            .stream
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(CloseReason::Setup)?;
-        let mut write_half = TcpStream::from(fd);
+        let mut write_half = connection.stream.try_clone().map_err(CloseReason::Setup)?;
         let peer = &mut self.peers[slot];
         let generation = peer.generation + 1;
         if let Some(send) = &self.shared.send {
@@ -818,6 +848,10 @@ impl ReceiveLoop {
             generation,
             Arc::clone(&shared_peer.counters),
         ));
+        let local = connection.stream.kind() == LinkKind::Local;
+        shared_peer
+            .local
+            .store(local, std::sync::atomic::Ordering::Release);
         shared_peer.set_up(generation);
         connection.phase = Phase::Up { slot, generation };
         self.handshaking -= 1;
@@ -825,7 +859,8 @@ impl ReceiveLoop {
             self.incoming_pending -= 1;
         }
         let node = peer.node;
-        tracing::info!(%node, addr = %connection.addr, "connection up");
+        let link = connection.stream.kind().name();
+        tracing::info!(%node, addr = %connection.addr, link, "connection up");
         self.notify(slot, SignalBody::NodeConnected { node });
         Ok(())
     }
@@ -989,7 +1024,7 @@ impl ReceiveLoop {
     }
 }
 
-fn log_close(node: NodeId, addr: SocketAddr, reason: &CloseReason) {
+fn log_close(node: NodeId, addr: PeerAddr, reason: &CloseReason) {
     match reason {
         CloseReason::SendBufferFull { bytes } => tracing::warn!(
             %node,

@@ -32,6 +32,8 @@ pub(crate) struct PeerShared {
     /// This link's own counters (ndbinfo's `transporters`), across its
     /// connections.
     pub counters: Arc<LinkCounters>,
+    /// The last connection that came up runs on a local socket (`stream`).
+    pub local: AtomicBool,
 }
 
 /// Bytes and frames over one peer's link, since the transport started
@@ -51,6 +53,7 @@ impl PeerShared {
             state: AtomicU64::new(0),
             writer: Mutex::new(None),
             counters: Arc::default(),
+            local: AtomicBool::new(false),
         }
     }
 

@@ -13,6 +13,7 @@ use std::io::{self, IoSlice, Write};
 use std::sync::Arc;
 
 use crate::shared::{add, CloseReason, Counters, LinkCounters};
+use crate::stream::Stream;
 
 /// Chunks per `writev`; chunks are up to a frame (1 MiB) each, so few are needed.
 const IOVEC_MAX: usize = 64;
@@ -33,7 +34,7 @@ pub(crate) struct Chunk {
 }
 
 pub(crate) struct Writer {
-    stream: mio::net::TcpStream,
+    stream: Stream,
     /// The peer's slot, for the chunks made here.
     slot: usize,
     generation: u64,
@@ -51,12 +52,7 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub fn new(
-        stream: mio::net::TcpStream,
-        slot: usize,
-        generation: u64,
-        link: Arc<LinkCounters>,
-    ) -> Writer {
+    pub fn new(stream: Stream, slot: usize, generation: u64, link: Arc<LinkCounters>) -> Writer {
         Writer {
             stream,
             slot,
@@ -74,7 +70,7 @@ impl Writer {
         self.generation
     }
 
-    pub fn stream_mut(&mut self) -> &mut mio::net::TcpStream {
+    pub fn stream_mut(&mut self) -> &mut Stream {
         &mut self.stream
     }
 

@@ -1,17 +1,23 @@
 //! Two transports exchange many signals both ways: all arrive, in order
-//! per sender, gathered into far fewer frames and writes than signals.
+//! per sender, gathered into far fewer frames and writes than signals;
+//! over the local socket two nodes on one host use, and over TCP.
 
 mod common;
 
 use common::*;
+use transport::stream::LinkKind;
 use transport::Transport;
 
 const SIGNALS: u32 = 100_000;
 /// Signals per flush, as a block would send in one execution round.
 const BATCH: u32 = 64;
 
-fn exchange(send_thread: bool) {
-    let ((one, inbox_one), (two, inbox_two)) = pair(send_thread, &[]);
+fn exchange(send_thread: bool, kind: LinkKind) {
+    let ((one, inbox_one), (two, inbox_two)) = pair_over(send_thread, kind == LinkKind::Local);
+    for transport in [&one, &two] {
+        let links = transport.link_figures().snapshot();
+        assert_eq!(links[0].kind, kind, "{links:?}");
+    }
     std::thread::scope(|scope| {
         scope.spawn(|| send_sequence(&one, 1, 2, 0, SIGNALS, BATCH));
         scope.spawn(|| send_sequence(&two, 2, 1, 0, SIGNALS, BATCH));
@@ -49,12 +55,22 @@ fn check_batching(transport: &Transport) {
 
 #[test]
 fn exchange_with_send_thread() {
-    exchange(true);
+    exchange(true, LinkKind::Local);
 }
 
 #[test]
 fn exchange_with_flushing_senders() {
-    exchange(false);
+    exchange(false, LinkKind::Local);
+}
+
+#[test]
+fn exchange_over_tcp_with_send_thread() {
+    exchange(true, LinkKind::Tcp);
+}
+
+#[test]
+fn exchange_over_tcp_with_flushing_senders() {
+    exchange(false, LinkKind::Tcp);
 }
 
 #[test]

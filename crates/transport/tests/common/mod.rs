@@ -129,6 +129,22 @@ pub fn pair_with(
     api_peers: &[u8],
     reconnect_ms: u64,
 ) -> ((Transport, Inbox), (Transport, Inbox)) {
+    pair_full(send_thread, extra_peers, api_peers, reconnect_ms, true)
+}
+
+/// `pair`, with both nodes' `local_sockets` as `local` (false: the link
+/// runs on TCP although both are on this host).
+pub fn pair_over(send_thread: bool, local: bool) -> ((Transport, Inbox), (Transport, Inbox)) {
+    pair_full(send_thread, &[], &[], 20, local)
+}
+
+fn pair_full(
+    send_thread: bool,
+    extra_peers: &[u8],
+    api_peers: &[u8],
+    reconnect_ms: u64,
+    local: bool,
+) -> ((Transport, Inbox), (Transport, Inbox)) {
     init_tracing();
     let mut peers = vec![(2, None)];
     peers.extend(extra_peers.iter().chain(api_peers).map(|&id| (id, None)));
@@ -136,10 +152,12 @@ pub fn pair_with(
     for peer in &mut config_one.peers {
         peer.api = api_peers.iter().any(|&id| node(id) == peer.node);
     }
+    config_one.local_sockets = local;
     let one = start(config_one);
     let addr = one.0.local_addr().expect("node 1 listens");
     let mut config_two = config(2, false, &[(1, Some(addr))], send_thread);
     config_two.reconnect_interval_ms = reconnect_ms;
+    config_two.local_sockets = local;
     let two = start(config_two);
     one.1
         .expect_body(SignalBody::NodeConnected { node: node(2) });
