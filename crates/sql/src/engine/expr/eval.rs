@@ -852,7 +852,7 @@ impl Expr {
             }
             Expr::In(a, list, negated, coll, from) => {
                 // A subquery's that gave no rows: FALSE even of NULL.
-                if list.is_empty() && *from == super::InList::SubqueryRows {
+                if list.is_empty() && *from != super::InList::Written {
                     return Ok(Val::Int(i64::from(*negated)));
                 }
                 let x = a.eval(row, ctx)?;

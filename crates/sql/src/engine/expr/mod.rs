@@ -416,7 +416,7 @@ fn top_level_subqueries(e: Expr) -> Expr {
 fn is_in_subquery(e: &Expr) -> bool {
     match e {
         Expr::Sub(s) => matches!(s.test, SubTest::In(..) | SubTest::Quantified(..)),
-        Expr::In(_, _, _, _, from) => *from == InList::SubqueryRows,
+        Expr::In(_, _, _, _, from) => *from != InList::Written,
         _ => false,
     }
 }
@@ -546,6 +546,15 @@ pub enum InList {
     /// MariaDB's IN-to-EXISTS compares them: a conversion warns at every
     /// row, a NULL row's too (`Func::NullAfterText` marks those).
     SubqueryRows,
+    /// No list: an `x op ANY|ALL (SELECT …)` other than IN's forms whose
+    /// subquery gave no rows, kept in a select list for its metadata
+    /// (MariaDB's: NULL-able of `x` alone). FALSE (ANY) or TRUE (ALL,
+    /// negated) whatever `x` is.
+    QuantifiedNoRows,
+    /// A subquery's rows as `SubqueryRows`, of one SELECT that reads no
+    /// table (`x IN (SELECT 77)`), which MariaDB makes a comparison with
+    /// its value: a condition's metadata, not an IN subquery's.
+    SubqueryValue,
 }
 
 /// A correlated subquery: its text, the outer columns it may name, and
@@ -1607,8 +1616,8 @@ impl<'a> Scope<'a> {
                     .semi_join_ins
                     .contains(&(e as *const ast::Expr as usize));
                 let m = self.subquery(q)?;
-                let by_number = semi_join || !query_reads_table(q);
-                self.in_rows(expr, &m, *negated, by_number)?
+                let value = !query_reads_table(q);
+                self.in_rows(expr, &m, *negated, semi_join || value, value)?
             }
             E::AnyOp {
                 left,
@@ -2138,7 +2147,13 @@ impl<'a> Scope<'a> {
         m: &Materialised,
         negated: bool,
         by_number: bool,
+        value: bool,
     ) -> SqlResult<Expr> {
+        let from = if value {
+            InList::SubqueryValue
+        } else {
+            InList::SubqueryRows
+        };
         let width = row_items(expr).map_or(1, <[ast::Expr]>::len);
         if m.metas.len() != width {
             return Err(operand_columns(width));
@@ -2150,13 +2165,7 @@ impl<'a> Scope<'a> {
             // FALSE (NOT IN: TRUE) all the same.
             if let (true, None) = (self.clause == "SELECT", row_items(expr)) {
                 let x = self.lower(expr)?;
-                return Ok(Expr::In(
-                    Box::new(x),
-                    Vec::new(),
-                    negated,
-                    None,
-                    InList::SubqueryRows,
-                ));
+                return Ok(Expr::In(Box::new(x), Vec::new(), negated, None, from));
             }
             return Ok(Expr::Lit(Val::Int(i64::from(negated))));
         }
@@ -2195,13 +2204,7 @@ impl<'a> Scope<'a> {
                     );
                 }
             }
-            return Ok(Expr::In(
-                Box::new(x),
-                list,
-                negated,
-                coll,
-                InList::SubqueryRows,
-            ));
+            return Ok(Expr::In(Box::new(x), list, negated, coll, from));
         };
         let xs = items
             .iter()
@@ -2269,7 +2272,18 @@ impl<'a> Scope<'a> {
         if m.metas.len() != 1 {
             return Err(operand_columns(1));
         }
+        // MariaDB makes `= ANY` an IN and `<> ALL` a NOT IN (their
+        // answers, and the IN's metadata: LONG of 21, NULL-able).
+        if matches!((op, all), (CmpOp::Eq, false) | (CmpOp::Ne, true)) {
+            let value = !query_reads_table(q);
+            return self.in_rows(left, &m, all, value, value);
+        }
         if m.rows.is_empty() {
+            if self.clause == "SELECT" {
+                let x = self.lower(left)?;
+                let from = InList::QuantifiedNoRows;
+                return Ok(Expr::In(Box::new(x), Vec::new(), all, None, from));
+            }
             return Ok(Expr::Lit(Val::Int(i64::from(all))));
         }
         let x = self.lower(left)?;
@@ -3836,9 +3850,22 @@ impl<'a> Scope<'a> {
                 self.nullable(a) || self.nullable(b)
             }
             Expr::Func(f, args) => f.nullable(args.iter().map(|a| self.nullable(a))),
-            Expr::Sub(s) => !matches!(s.test, SubTest::Exists(_)),
+            Expr::Sub(s) => match &s.test {
+                SubTest::Exists(_) => false,
+                // MariaDB's metadata: an ANY/ALL that is no IN or NOT IN
+                // is NULL-able of its operand only.
+                SubTest::Quantified(x, _, op, all)
+                    if !matches!((op, all), (CmpOp::Eq, false) | (CmpOp::Ne, true)) =>
+                {
+                    self.nullable(x)
+                }
+                _ => true,
+            },
             // NULL only of a NULL operand (a list's NULL included).
             Expr::Like(a, b, ..) => self.nullable(a) || self.nullable(b),
+            // An IN subquery is NULL-able in MariaDB's metadata whatever
+            // its operand and rows.
+            Expr::In(.., InList::SubqueryRows) => true,
             Expr::In(a, list, ..) => self.nullable(a) || list.iter().any(|e| self.nullable(e)),
             Expr::Between(a, b, c, ..) => self.nullable(a) || self.nullable(b) || self.nullable(c),
             // Without ELSE, NULL where no WHEN holds. MariaDB's metadata
@@ -4384,6 +4411,14 @@ pub(crate) fn date_field_digits(e: &Expr) -> Option<u32> {
 fn int_result_meta(e: &Expr) -> Option<(ColumnType, u32)> {
     use ColumnType::{Long, LongLong};
     Some(match e {
+        // MariaDB's IN subquery (and `= ANY`) is a LONG of 21, its NOT IN
+        // (and `<> ALL`) one of 1, as any other condition.
+        Expr::In(_, _, false, _, InList::SubqueryRows) => (Long, 21),
+        Expr::Sub(sub) => match &sub.test {
+            SubTest::In(_, false) | SubTest::Quantified(_, _, CmpOp::Eq, false) => (Long, 21),
+            SubTest::In(..) | SubTest::Quantified(..) | SubTest::Exists(_) => (Long, 1),
+            SubTest::Scalar => return None,
+        },
         Expr::Cmp(..)
         | Expr::And(..)
         | Expr::Or(..)
