@@ -75,6 +75,17 @@ pub fn may_be_local(addr: SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
 
+/// `$body` with `$s` bound to the socket, whichever kind it is (the
+/// calls that mean the same on both).
+macro_rules! on_socket {
+    ($stream:expr, $s:ident => $body:expr) => {
+        match $stream {
+            Stream::Tcp($s) => $body,
+            Stream::Local($s) => $body,
+        }
+    };
+}
+
 impl Stream {
     /// Starts a non-blocking connect to `addr`: over the local socket when
     /// `try_local` and `addr` is on loopback and a node listens there, else
@@ -117,10 +128,7 @@ impl Stream {
         if let Some(error) = self.take_error()? {
             return Err(error);
         }
-        let peer = match self {
-            Stream::Tcp(s) => s.peer_addr().map(drop),
-            Stream::Local(s) => s.peer_addr().map(drop),
-        };
+        let peer = on_socket!(self, s => s.peer_addr().map(drop));
         match peer {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
@@ -138,42 +146,27 @@ impl Stream {
     }
 
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        match self {
-            Stream::Tcp(s) => s.take_error(),
-            Stream::Local(s) => s.take_error(),
-        }
+        on_socket!(self, s => s.take_error())
     }
 
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.shutdown(how),
-            Stream::Local(s) => s.shutdown(how),
-        }
+        on_socket!(self, s => s.shutdown(how))
     }
 }
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Local(s) => s.read(buf),
-        }
+        on_socket!(self, s => s.read(buf))
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Local(s) => s.write(buf),
-        }
+        on_socket!(self, s => s.write(buf))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write_vectored(bufs),
-            Stream::Local(s) => s.write_vectored(bufs),
-        }
+        on_socket!(self, s => s.write_vectored(bufs))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -183,10 +176,7 @@ impl Write for Stream {
 
 impl AsFd for Stream {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Stream::Tcp(s) => s.as_fd(),
-            Stream::Local(s) => s.as_fd(),
-        }
+        on_socket!(self, s => s.as_fd())
     }
 }
 
@@ -203,10 +193,7 @@ impl Source for Stream {
         token: Token,
         interest: Interest,
     ) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.register(registry, token, interest),
-            Stream::Local(s) => s.register(registry, token, interest),
-        }
+        on_socket!(self, s => s.register(registry, token, interest))
     }
 
     fn reregister(
@@ -215,17 +202,11 @@ impl Source for Stream {
         token: Token,
         interest: Interest,
     ) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.reregister(registry, token, interest),
-            Stream::Local(s) => s.reregister(registry, token, interest),
-        }
+        on_socket!(self, s => s.reregister(registry, token, interest))
     }
 
     fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.deregister(registry),
-            Stream::Local(s) => s.deregister(registry),
-        }
+        on_socket!(self, s => s.deregister(registry))
     }
 }
 
