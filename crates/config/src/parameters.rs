@@ -317,7 +317,7 @@ pub(crate) const STOP_ON_ERROR: Parameter = Parameter {
 /// Links to nodes on the same host (API and data nodes) run on a
 /// Unix-domain socket instead of loopback TCP (`transport::stream`): a
 /// message that wakes its receiver skips the TCP stack (a 2-replica update
-/// one at a time is 8-16 % faster). NDB's name, for its shared-memory
+/// one at a time is 7-16 % faster). NDB's name, for its shared-memory
 /// transporter; NDB's default is off, Skarv's on (nothing to size or tune,
 /// and a node that cannot take its socket falls back to TCP).
 pub(crate) const USE_SHM: Parameter = Parameter {

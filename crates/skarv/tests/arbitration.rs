@@ -219,8 +219,10 @@ fn a_split_of_two_data_nodes_leaves_one_running_and_heals() {
     let netns = Netns::create();
     let dir = scratch_dir();
     let config = dir.join("config.ini");
+    // The data nodes stand for two hosts: the cut's routing rules stop IP
+    // only, so their link must not be a local socket (UseShm).
     let mut ini = format!(
-        "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\nHeartbeatIntervalDbDb=100\n\
+        "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\nHeartbeatIntervalDbDb=100\nUseShm=0\n\
          NoOfFragmentLogFiles=3\nFragmentLogFileSize=4M\n\
          ArbitrationTimeout=2000\nStartPartialTimeout=1000\n\
          [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={MGMD_PORT}\nDataDir={}/mgmd\n",

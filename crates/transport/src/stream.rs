@@ -6,7 +6,7 @@
 //! TCP stack (segmentation, the loopback device, the softirq that receives
 //! it), which a Unix socket skips. It pays where a message wakes a thread:
 //! a 2-replica update one at a time crosses the data nodes' link twice and
-//! took 8–16 % less time over it (docs/architecture.md, "Transport"); where
+//! took 7–16 % less time over it (docs/architecture.md, "Transport"); where
 //! frames are batched or both ends spin it changes little.
 //!
 //! Which socket: a node that listens on `ip:port` also listens on the
