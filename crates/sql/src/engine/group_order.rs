@@ -9,8 +9,9 @@
 //! nothing.
 
 use sqlparser::ast::{
-    Expr, GroupByExpr, GroupByWithModifier, OrderBy, OrderByExpr, OrderByKind, OrderByOptions,
-    OrderBySort, Query, SetExpr, Statement, VisitMut, VisitorMut,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
+    GroupByExpr, GroupByWithModifier, Ident, ObjectName, OrderBy, OrderByExpr, OrderByKind,
+    OrderByOptions, OrderBySort, Query, SetExpr, Statement, Value, VisitMut, VisitorMut,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Whitespace};
@@ -157,8 +158,10 @@ fn group_items(
 
 /// Gives each SELECT that [`strip`] noted with a DESC the ORDER BY its
 /// GROUP BY's directions make, when its query has no ORDER BY (which
-/// decides the order then, as in MariaDB). WITH ROLLUP with DESC is
-/// refused (1235): its rows' order is the rollup's.
+/// decides the order then, as in MariaDB). WITH ROLLUP orders its rows
+/// itself and takes no ORDER BY (1221), so there each DESC item is
+/// wrapped in [`ROLLUP_DESC`] instead, which the planner takes off again
+/// ([`rollup_desc`]).
 pub(crate) fn apply(order: &GroupOrder, statement: &mut Statement) -> SqlResult<()> {
     struct Apply<'o> {
         order: &'o GroupOrder,
@@ -166,14 +169,15 @@ pub(crate) fn apply(order: &GroupOrder, statement: &mut Statement) -> SqlResult<
     impl VisitorMut for Apply<'_> {
         type Break = SqlError;
         fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<SqlError> {
-            let SetExpr::Select(select) = query.body.as_ref() else {
+            let has_order = query.order_by.is_some();
+            let SetExpr::Select(select) = query.body.as_mut() else {
                 return ControlFlow::Continue(());
             };
             let start = select.select_token.0.span.start;
             let Some((_, desc)) = self.order.selects.iter().find(|(at, _)| *at == start) else {
                 return ControlFlow::Continue(());
             };
-            let GroupByExpr::Expressions(exprs, modifiers) = &select.group_by else {
+            let GroupByExpr::Expressions(exprs, modifiers) = &mut select.group_by else {
                 return ControlFlow::Continue(());
             };
             // `strip` splits the list at the commas the parser splits it at.
@@ -182,10 +186,30 @@ pub(crate) fn apply(order: &GroupOrder, statement: &mut Statement) -> SqlResult<
                 return ControlFlow::Continue(());
             }
             if modifiers.contains(&GroupByWithModifier::Rollup) {
-                return ControlFlow::Break(SqlError::unsupported("GROUP BY … DESC WITH ROLLUP"));
+                for (e, d) in exprs.iter_mut().zip(desc) {
+                    if *d {
+                        let inner = std::mem::replace(e, Expr::value(Value::Null));
+                        *e = Expr::Function(Function {
+                            name: ObjectName::from(vec![Ident::new(ROLLUP_DESC)]),
+                            uses_odbc_syntax: false,
+                            parameters: FunctionArguments::None,
+                            args: FunctionArguments::List(FunctionArgumentList {
+                                duplicate_treatment: None,
+                                args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(inner))],
+                                clauses: Vec::new(),
+                            }),
+                            filter: None,
+                            null_treatment: None,
+                            over: None,
+                            within_group: Vec::new(),
+                        });
+                    }
+                }
+                return ControlFlow::Continue(());
             }
-            if query.order_by.is_none() {
-                query.order_by = Some(order_by(exprs, desc));
+            if !has_order {
+                let exprs = exprs.clone();
+                query.order_by = Some(order_by(&exprs, desc));
             }
             ControlFlow::Continue(())
         }
@@ -194,6 +218,30 @@ pub(crate) fn apply(order: &GroupOrder, statement: &mut Statement) -> SqlResult<
         ControlFlow::Break(e) => Err(e),
         ControlFlow::Continue(()) => Ok(()),
     }
+}
+
+/// The function a DESC item of a GROUP BY … WITH ROLLUP is wrapped in
+/// between the parse and the planner. Not a function of MySQL's; a view's
+/// text keeps it (it reads back the same).
+pub(crate) const ROLLUP_DESC: &str = "skarv_group_desc";
+
+/// A GROUP BY item without its [`ROLLUP_DESC`] wrapper, and whether it had
+/// one.
+pub(crate) fn rollup_desc(e: &Expr) -> (&Expr, bool) {
+    if let Expr::Function(f) = e {
+        if let (true, FunctionArguments::List(list)) = (
+            f.name.0.len() == 1
+                && f.name.0[0]
+                    .as_ident()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case(ROLLUP_DESC)),
+            &f.args,
+        ) {
+            if let [FunctionArg::Unnamed(FunctionArgExpr::Expr(inner))] = list.args.as_slice() {
+                return (inner, true);
+            }
+        }
+    }
+    (e, false)
 }
 
 /// The ORDER BY of GROUP BY items with their directions.
@@ -273,6 +321,10 @@ mod tests {
             "SELECT k, GROUP_CONCAT(v ORDER BY v DESC), ROW_NUMBER() OVER (ORDER BY k DESC) \
              FROM t GROUP BY k"
         );
-        assert!(crate::engine::parse("SELECT k FROM t GROUP BY k DESC WITH ROLLUP").is_err());
+        // WITH ROLLUP takes no ORDER BY: the DESC items are marked.
+        assert_eq!(
+            parsed("SELECT a, b FROM t GROUP BY a DESC, b WITH ROLLUP"),
+            "SELECT a, b FROM t GROUP BY skarv_group_desc(a), b WITH ROLLUP"
+        );
     }
 }

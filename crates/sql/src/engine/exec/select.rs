@@ -67,6 +67,10 @@ struct Planned {
     /// GROUP BY expressions, a row aggregating it (the expressions after
     /// the prefix NULL), and one of every row last.
     rollup: bool,
+    /// Per GROUP BY expression, whether WITH ROLLUP orders its groups
+    /// descending (`GROUP BY a DESC WITH ROLLUP`; without ROLLUP the
+    /// directions are the query's ORDER BY: `group_order`).
+    rollup_desc: Vec<bool>,
     having: Option<Expr>,
     aggs: Vec<AggSpec>,
     /// Window functions of the select items and ORDER BY.
@@ -838,6 +842,7 @@ fn plan_select(
         let mut group = Vec::new();
         let mut group_collations = Vec::new();
         let mut rollup = false;
+        let mut rollup_desc = Vec::new();
         if let ast::GroupByExpr::Expressions(exprs, modifiers) = &s.group_by {
             // CUBE / GROUPING SETS: their extra rows are not made, so they
             // are refused rather than left out.
@@ -847,6 +852,8 @@ fn plan_select(
                 [m, ..] => return Err(SqlError::unsupported(format_args!("GROUP BY … {m}"))),
             }
             for g in exprs {
+                let (g, desc) = crate::engine::group_order::rollup_desc(g);
+                rollup_desc.push(desc);
                 let g = resolve_alias(scope, g, &items, &aliases, false, Some("GROUP BY"))?;
                 group_collations.push(kind_collation(scope.kind(&g)));
                 group.push(g);
@@ -876,6 +883,7 @@ fn plan_select(
             group,
             group_collations,
             rollup,
+            rollup_desc,
             having,
             aggs,
             order: Vec::new(),
@@ -3111,6 +3119,7 @@ fn clone_planned(p: &Planned) -> Planned {
         group: p.group.clone(),
         group_collations: p.group_collations.clone(),
         rollup: p.rollup,
+        rollup_desc: p.rollup_desc.clone(),
         having: p.having.clone(),
         aggs: p.aggs.clone(),
         windows: p.windows.clone(),
@@ -4002,7 +4011,14 @@ impl Rollup {
         rows.sort_by(|a, b| {
             for i in 0..n {
                 let o = match (i < a.0, i < b.0) {
-                    (true, true) => order_cmp(&a.1 .0[i], &b.1 .0[i], p.group_collations[i]),
+                    (true, true) => {
+                        let o = order_cmp(&a.1 .0[i], &b.1 .0[i], p.group_collations[i]);
+                        if p.rollup_desc.get(i).copied().unwrap_or(false) {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    }
                     // A group before the row that rolls it up.
                     (true, false) => Ordering::Less,
                     (false, true) => Ordering::Greater,
