@@ -150,7 +150,7 @@ fn column_of(conn: &Conn<'_>, meta: &ColumnMeta, width: Option<u32>) -> SqlResul
 
 /// The table column a result column is, when its values are that
 /// column's as declared (a UNION's or a CASE's may be wider).
-fn source_column(conn: &Conn<'_>, meta: &ColumnMeta) -> Option<SqlColumn> {
+pub(super) fn source_column(conn: &Conn<'_>, meta: &ColumnMeta) -> Option<SqlColumn> {
     if meta.org_table.is_empty() || meta.org_name.is_empty() {
         return None;
     }
@@ -168,7 +168,7 @@ fn source_column(conn: &Conn<'_>, meta: &ColumnMeta) -> Option<SqlColumn> {
 }
 
 /// The SQL type of a computed result column, from its metadata.
-fn type_of(meta: &ColumnMeta) -> SqlResult<String> {
+pub(super) fn type_of(meta: &ColumnMeta) -> SqlResult<String> {
     let unsigned = meta.flags & flags::UNSIGNED != 0;
     let sign = if unsigned { " unsigned" } else { "" };
     let width = meta.length.clamp(1, INT_WIDTH_MAX);

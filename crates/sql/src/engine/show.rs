@@ -180,16 +180,20 @@ pub fn statement(
             {
                 return answer;
             }
-            let info = catalog::table(conn, db.as_deref(), &table)?;
-            show_columns(&info, *full, pattern.as_deref(), more, sink)
+            match catalog::table(conn, db.as_deref(), &table) {
+                Ok(info) => show_columns(&info, *full, pattern.as_deref(), more, sink),
+                Err(e) => view_columns(conn, db, &table, e, *full, pattern.as_deref(), more, sink),
+            }
         }
         Statement::ExplainTable { table_name, .. } => {
             let (db, table) = ddl::object_name(table_name)?;
             if let Some(answer) = virtual_columns(conn, db.as_deref(), &table, None, more, sink) {
                 return answer;
             }
-            let info = catalog::table(conn, db.as_deref(), &table)?;
-            show_columns(&info, false, None, more, sink)
+            match catalog::table(conn, db.as_deref(), &table) {
+                Ok(info) => show_columns(&info, false, None, more, sink),
+                Err(e) => view_columns(conn, db, &table, e, false, None, more, sink),
+            }
         }
         Statement::ShowCreate { obj_type, obj_name } => match obj_type {
             sqlparser::ast::ShowCreateObject::Table => {
@@ -598,6 +602,129 @@ fn show_columns(
         })
         .collect();
     send(sink, &columns, &rows, more)
+}
+
+/// SHOW COLUMNS and DESCRIBE of a view (`missing`, the error of no
+/// table of the name, when there is no view either): its query's result
+/// columns, as MariaDB describes them. A column that is a table's column
+/// as declared shows that column's type, default and comment; another
+/// its type from its metadata (CREATE TABLE … SELECT's) and, when it
+/// cannot be NULL, its type's zero as its default. No view column is a
+/// key.
+#[allow(clippy::too_many_arguments)]
+fn view_columns(
+    conn: &mut Conn<'_>,
+    db: Option<String>,
+    name: &str,
+    missing: SqlError,
+    full: bool,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    if missing.code != codes::TABLE_NOT_FOUND {
+        return Err(missing);
+    }
+    let Some(db) = db.or_else(|| conn.session.database.clone()) else {
+        return Err(missing);
+    };
+    let Some(view) = super::views::find(conn, &db, name)? else {
+        return Err(missing);
+    };
+    let metas = super::exec::derived::view_columns(conn, &view)?;
+    // A UNION's column is no table's, whatever its first SELECT's is.
+    let union = matches!(
+        *view.query()?.body,
+        sqlparser::ast::SetExpr::SetOperation { .. }
+    );
+    let mut columns = vec![text_col("Field", 64), text_col("Type", 256)];
+    if full {
+        columns.push(text_col("Collation", 64));
+    }
+    columns.extend([
+        text_col("Null", 3),
+        text_col("Key", 3),
+        text_col("Default", 256),
+        text_col("Extra", 256),
+    ]);
+    if full {
+        columns.push(text_col("Privileges", 80));
+        columns.push(text_col("Comment", 1024));
+    }
+    let mut rows = Vec::new();
+    for m in metas
+        .iter()
+        .filter(|m| pattern.is_none_or(|p| like(p, &m.name, true)))
+    {
+        let nullable = m.flags & flags::NOT_NULL == 0;
+        let source = (!union)
+            .then(|| super::create_select::source_column(conn, m))
+            .flatten();
+        let (ty, collation, default, comment) = match source {
+            Some(c) => (
+                column_type(&c),
+                collation_name(&c.ty).map(str::to_owned),
+                default_shown(&c),
+                c.comment.clone(),
+            ),
+            None => {
+                let declared = super::create_select::type_of(m)?;
+                let (ty, collation) = match declared.split_once(" CHARACTER SET ") {
+                    Some((ty, rest)) => (
+                        ty.to_owned(),
+                        rest.split_once(" COLLATE ").map(|(_, c)| c.to_owned()),
+                    ),
+                    None => (declared, None),
+                };
+                let default = (!nullable).then(|| zero_of(m));
+                (ty, collation, default, String::new())
+            }
+        };
+        let mut row = vec![text(m.name.to_string()), text(ty)];
+        if full {
+            row.push(opt_text(collation));
+        }
+        row.extend([
+            text(if nullable { "YES" } else { "NO" }),
+            text(""),
+            opt_text(default),
+            text(""),
+        ]);
+        if full {
+            row.push(text("select,insert,update,references"));
+            row.push(text(comment));
+        }
+        rows.push(row);
+    }
+    send(sink, &columns, &rows, more)
+}
+
+/// The zero of a computed column's type, MariaDB's default for a view
+/// column that cannot be NULL: `0`, `0.00`, `0000-00-00`, `''` shown as
+/// nothing.
+fn zero_of(m: &ColumnMeta) -> String {
+    match m.ty {
+        ColumnType::Decimal | ColumnType::NewDecimal if m.decimals > 0 => {
+            format!("0.{}", "0".repeat(usize::from(m.decimals)))
+        }
+        ColumnType::Date => "0000-00-00".to_owned(),
+        ColumnType::DateTime | ColumnType::Timestamp => "0000-00-00 00:00:00".to_owned(),
+        ColumnType::Time => "00:00:00".to_owned(),
+        ColumnType::Year => "0000".to_owned(),
+        ColumnType::VarChar
+        | ColumnType::VarString
+        | ColumnType::String
+        | ColumnType::Enum
+        | ColumnType::Set
+        | ColumnType::Json
+        | ColumnType::TinyBlob
+        | ColumnType::Blob
+        | ColumnType::MediumBlob
+        | ColumnType::LongBlob
+        | ColumnType::Geometry
+        | ColumnType::Null => String::new(),
+        _ => "0".to_owned(),
+    }
 }
 
 /// `DESCRIBE` of an `information_schema` table (GUI tools ask): None when

@@ -25,6 +25,8 @@ pub const VIEW_TEXT_CHARS_MAX: u16 = 4_000;
 const VIEW_COLUMNS_CHARS_MAX: u16 = 1_000;
 /// Longest ALGORITHM / SQL SECURITY / DEFINER text kept, in characters.
 const VIEW_WORD_CHARS_MAX: u16 = 200;
+/// Longest column name, in characters (MariaDB's NAME_CHAR_LEN).
+const COLUMN_NAME_CHARS_MAX: usize = 64;
 /// What separates a view's column names in its row (no name holds it).
 const COLUMN_SEPARATOR: char = '\u{1}';
 
@@ -257,18 +259,20 @@ fn define(
             "View's SELECT and view's field list have different column counts",
         ));
     }
-    let names: Vec<&str> = if columns.is_empty() {
-        m.iter().map(|c| &*c.name).collect()
-    } else {
-        columns.iter().map(String::as_str).collect()
-    };
-    for (at, n) in names.iter().enumerate() {
-        if names[..at].iter().any(|o| o.eq_ignore_ascii_case(n)) {
-            return Err(SqlError::new(
-                codes::DUP_FIELDNAME,
-                format!("Duplicate column name '{n}'"),
-            ));
+    // The items named by their text keep the text's names in the body
+    // kept (which is written anew); the first SELECT's get the view's
+    // column names when it has no list of its own.
+    let written = super::exec::statement_text(conn);
+    if columns.is_empty() {
+        let names: Vec<String> = m.iter().map(|c| c.name.to_string()).collect();
+        let (names, texts) = column_names(first_select(&mut query.body), names)?;
+        super::exec::alias_written_names(&mut query, &written);
+        if let Some(s) = first_select(&mut query.body) {
+            name_items(s, &names, &texts);
         }
+    } else {
+        unique_names(columns.iter().map(String::as_str))?;
+        super::exec::alias_written_names(&mut query, &written);
     }
     let body = query.to_string();
     if body.chars().count() > usize::from(VIEW_TEXT_CHARS_MAX) {
@@ -293,6 +297,158 @@ fn define(
         security: security.unwrap_or_else(|| "DEFINER".to_owned()),
         definer,
     })
+}
+
+/// 1060 for two names alike (case aside).
+fn unique_names<'n>(names: impl Iterator<Item = &'n str>) -> SqlResult<()> {
+    let mut seen: Vec<&str> = Vec::new();
+    for n in names {
+        if seen.iter().any(|o| o.eq_ignore_ascii_case(n)) {
+            return Err(SqlError::new(
+                codes::DUP_FIELDNAME,
+                format!("Duplicate column name '{n}'"),
+            ));
+        }
+        seen.push(n);
+    }
+    Ok(())
+}
+
+/// The first SELECT of a query's body: the one that names its columns.
+fn first_select(set: &mut ast::SetExpr) -> Option<&mut ast::Select> {
+    match set {
+        ast::SetExpr::Select(s) => Some(s),
+        ast::SetExpr::SetOperation { left, .. } => first_select(left),
+        ast::SetExpr::Query(q) => first_select(&mut q.body),
+        _ => None,
+    }
+}
+
+/// A view's column names from its query's (`names`), as MariaDB makes
+/// them when the view has no list: an item named by its text (neither a
+/// column nor an alias) whose name is no valid column name (longer than
+/// 64 characters, empty, or ending in a space) is `Name_exp_<position>`,
+/// and one whose name an earlier column has (or that has an earlier
+/// such item's name) is renamed `My_exp_<name>`, `My_exp_1_<name>`, ….
+/// Two columns or aliases of one name are 1060. Also says, per item of
+/// `s`'s select list, whether it is named by its text (None where the
+/// list cannot be matched to the columns: `*` twice).
+fn column_names(
+    s: Option<&mut ast::Select>,
+    mut names: Vec<String>,
+) -> SqlResult<(Vec<String>, Option<Vec<bool>>)> {
+    // Per column: whether it is named by its text.
+    let texts: Option<Vec<bool>> = s.and_then(|s| {
+        let wildcards = s
+            .projection
+            .iter()
+            .filter(|i| {
+                matches!(
+                    i,
+                    ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+                )
+            })
+            .count();
+        let star = (names.len() + wildcards).checked_sub(s.projection.len())?;
+        if wildcards > 1 {
+            return None;
+        }
+        let mut texts = Vec::with_capacity(names.len());
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    texts.extend(std::iter::repeat_n(false, star));
+                }
+                ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(i)) => {
+                    texts.push(i.value.starts_with('@'));
+                }
+                ast::SelectItem::UnnamedExpr(ast::Expr::CompoundIdentifier(p)) => {
+                    texts.push(p.first().is_some_and(|p| p.value.starts_with('@')));
+                }
+                ast::SelectItem::UnnamedExpr(_) => texts.push(true),
+                ast::SelectItem::ExprWithAlias { .. } => texts.push(false),
+                _ => return None,
+            }
+        }
+        (texts.len() == names.len()).then_some(texts)
+    });
+    let Some(text) = &texts else {
+        unique_names(names.iter().map(String::as_str))?;
+        return Ok((names, None));
+    };
+    for (at, name) in names.iter_mut().enumerate() {
+        let bad =
+            name.is_empty() || name.ends_with(' ') || name.chars().count() > COLUMN_NAME_CHARS_MAX;
+        if text[at] && bad {
+            *name = format!("Name_exp_{}", at + 1);
+        }
+    }
+    for at in 0..names.len() {
+        for before in 0..at {
+            if !names[at].eq_ignore_ascii_case(&names[before]) {
+                continue;
+            }
+            if text[at] {
+                names[at] = unique_expression_name(&names, at);
+            } else if text[before] {
+                names[before] = unique_expression_name(&names, before);
+            } else {
+                return Err(SqlError::new(
+                    codes::DUP_FIELDNAME,
+                    format!("Duplicate column name '{}'", names[at]),
+                ));
+            }
+        }
+    }
+    Ok((names, texts))
+}
+
+/// MariaDB's name for the column `at` named by its text that another
+/// has the name of: the first of `My_exp_<name>`, `My_exp_1_<name>`, …
+/// that no other column has (64 characters at most).
+fn unique_expression_name(names: &[String], at: usize) -> String {
+    let name = &names[at];
+    (0..)
+        .map(|attempt: usize| {
+            let n = if attempt == 0 {
+                format!("My_exp_{name}")
+            } else {
+                format!("My_exp_{attempt}_{name}")
+            };
+            n.chars().take(COLUMN_NAME_CHARS_MAX).collect::<String>()
+        })
+        .find(|n| {
+            names
+                .iter()
+                .enumerate()
+                .all(|(i, o)| i == at || !o.eq_ignore_ascii_case(n))
+        })
+        .expect("some attempt is free: there are fewer names than attempts")
+}
+
+/// Gives the first SELECT's items named by their text (`texts`, per
+/// column) the view's column names as aliases.
+fn name_items(s: &mut ast::Select, names: &[String], texts: &Option<Vec<bool>>) {
+    let Some(texts) = texts else {
+        return;
+    };
+    let mut column = 0;
+    let star = names.len() + 1 - s.projection.len();
+    for item in &mut s.projection {
+        match item {
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => column += star,
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                if texts[column] {
+                    *item = ast::SelectItem::ExprWithAlias {
+                        expr: e.clone(),
+                        alias: ast::Ident::with_quote('`', names[column].as_str()),
+                    };
+                }
+                column += 1;
+            }
+            _ => column += 1,
+        }
+    }
 }
 
 /// Keeps a view: `replace` allows one of the name already; `must_exist`

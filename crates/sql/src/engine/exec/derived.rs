@@ -191,12 +191,17 @@ pub(crate) fn of_view(
         )));
     }
     conn.subqueries.view_depth += 1;
+    let outer_text = conn
+        .subqueries
+        .view_text
+        .replace(Arc::from(view.body.as_str()));
     let mark = super::select::derived_begin(conn);
     // The stored query has no placeholders of the statement's, and sees
     // none of its CTEs.
     let m = super::cte::hidden(conn, |conn| {
         super::select::materialise(conn, &q, &[], params.map(|_| &[][..]))
     });
+    conn.subqueries.view_text = outer_text;
     conn.subqueries.view_depth -= 1;
     let m = m?;
     super::select::note_derived(conn, mark, &name);
@@ -206,14 +211,7 @@ pub(crate) fn of_view(
     } else if view.columns.len() == m.metas.len() {
         view.columns.clone()
     } else {
-        return Err(SqlError::new(
-            1356,
-            format!(
-                "View '{}.{}' references invalid table(s) or column(s) or function(s) or \
-                 definer/invoker of view lack rights to use them",
-                view.db, view.name
-            ),
-        ));
+        return Err(view_invalid(view));
     };
     let columns = shape_columns(&name, &names, &m)?;
     let table = Arc::new(table_of(&name, &columns));
@@ -223,6 +221,42 @@ pub(crate) fn of_view(
         table,
         rows: Arc::new(m.rows),
     })
+}
+
+/// A view's columns without reading its rows (DESCRIBE, SHOW COLUMNS):
+/// its query planned as [`of_view`] runs it, named by the view's list.
+pub(crate) fn view_columns(
+    conn: &mut Conn<'_>,
+    view: &crate::engine::views::View,
+) -> SqlResult<Vec<ColumnMeta>> {
+    let q = view.query()?;
+    conn.subqueries.clear();
+    conn.subqueries.view_depth = 1;
+    conn.subqueries.view_text = Some(Arc::from(view.body.as_str()));
+    let metas = super::cte::hidden(conn, |conn| super::select::planned_metas(conn, &q));
+    conn.subqueries.clear();
+    let mut metas = metas?;
+    if !view.columns.is_empty() {
+        if view.columns.len() != metas.len() {
+            return Err(view_invalid(view));
+        }
+        for (m, name) in metas.iter_mut().zip(&view.columns) {
+            m.name = name.as_str().into();
+        }
+    }
+    Ok(metas)
+}
+
+/// 1356: a view whose query no longer fits its column list.
+fn view_invalid(view: &crate::engine::views::View) -> SqlError {
+    SqlError::new(
+        1356,
+        format!(
+            "View '{}.{}' references invalid table(s) or column(s) or function(s) or \
+             definer/invoker of view lack rights to use them",
+            view.db, view.name
+        ),
+    )
 }
 
 /// The column names of a derived table, LATERAL table or CTE: its

@@ -671,7 +671,12 @@ pub(crate) fn primary_key_of(
 
 /// The statement text, for the names MySQL gives unaliased items (the
 /// text as written); what `SHOW PROCESSLIST` shows of the statement.
+/// While a view's query is planned, the view's text, which its places
+/// are in.
 pub(crate) fn statement_text(conn: &Conn<'_>) -> Arc<str> {
+    if let Some(text) = &conn.subqueries.view_text {
+        return Arc::clone(text);
+    }
     conn.info
         .state
         .lock()
@@ -753,6 +758,8 @@ pub(crate) fn source_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> S
         Err(e) => Err(e),
     }
 }
+
+pub(crate) use select::alias_written_names;
 
 /// Runs a query's planning only (a view's query at CREATE VIEW): its
 /// result columns.

@@ -114,6 +114,13 @@ pub fn describe(
     metas
 }
 
+/// The result columns of a query without running it, its subqueries'
+/// results kept for the statement (a view's query, inside the
+/// statement's own).
+pub(crate) fn planned_metas(conn: &mut Conn<'_>, q: &ast::Query) -> SqlResult<Vec<ColumnMeta>> {
+    plan_query(conn, q, &[], None).map(|p| p.metas)
+}
+
 /// The result columns of a query without running it, for CREATE TABLE …
 /// SELECT: with each the display width MariaDB gives its column where it
 /// is not the metadata's (a date field's function, `MONTH(d)`, is an
@@ -1499,6 +1506,47 @@ fn written_names(s: &ast::Select, sql: &str) -> Option<Vec<Option<String>>> {
             })
             .collect(),
     )
+}
+
+/// Gives every select item of `q` (its subqueries' and derived tables'
+/// too) that is named by its text an alias of that name, read from `sql`,
+/// the text `q` was parsed from. A view's query is kept as `q`'s text
+/// (`Query::to_string()`, which spaces and quotes as it likes): its items
+/// keep the names they were written with, as MariaDB stores them
+/// (`a+1 AS \`a+1\``).
+pub(crate) fn alias_written_names(q: &mut ast::Query, sql: &str) {
+    struct Names<'s>(&'s str);
+    impl ast::VisitorMut for Names<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> std::ops::ControlFlow<()> {
+            alias_set(&mut q.body, self.0);
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    fn alias_set(set: &mut ast::SetExpr, sql: &str) {
+        match set {
+            ast::SetExpr::Select(s) => {
+                let Some(names) = written_names(s, sql) else {
+                    return;
+                };
+                for (item, name) in s.projection.iter_mut().zip(names) {
+                    if let (ast::SelectItem::UnnamedExpr(e), Some(name)) = (&*item, name) {
+                        *item = ast::SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: ast::Ident::with_quote('`', name),
+                        };
+                    }
+                }
+            }
+            ast::SetExpr::SetOperation { left, right, .. } => {
+                alias_set(left, sql);
+                alias_set(right, sql);
+            }
+            // A query in parentheses is visited as a query of its own.
+            _ => {}
+        }
+    }
+    let _ = ast::VisitMut::visit(q, &mut Names(sql));
 }
 
 /// The select items by alias (or written name), for the names HAVING and

@@ -32,6 +32,10 @@ pub struct Cache {
     pub results: HashMap<String, Outcome>,
     /// Views being read inside views now.
     pub view_depth: usize,
+    /// The text of the view whose query is planned now, innermost: its
+    /// query's places are in it, not in the statement's (select items
+    /// are named by the text they were written as).
+    pub view_text: Option<Arc<str>>,
     /// Correlated subqueries planned to run per row, by text: their
     /// columns (`exec/correlated.rs`).
     pub correlated: HashMap<String, Arc<Materialised>>,
@@ -55,6 +59,7 @@ impl Cache {
     pub fn clear(&mut self) {
         self.results.clear();
         self.view_depth = 0;
+        self.view_text = None;
         self.correlated.clear();
         self.outer.clear();
         self.per_row = Default::default();
