@@ -1895,6 +1895,30 @@ fn unsigned(ty: SqlType) -> SqlType {
     }
 }
 
+/// The declared type and display width of a column declared as `text`
+/// (`bigint(12)`, `varchar(3) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`):
+/// a computed result column's, as CREATE TABLE … SELECT would declare it.
+pub(super) fn declared_type(text: &str) -> SqlResult<(SqlType, Option<u16>)> {
+    let create = format!("CREATE TABLE t (c {text})");
+    let def = match super::parse(&create)?.pop() {
+        Some(Statement::CreateTable(CreateTable { mut columns, .. })) if columns.len() == 1 => {
+            columns.remove(0)
+        }
+        _ => {
+            return Err(SqlError::unsupported(format_args!(
+                "the column type `{text}`"
+            )))
+        }
+    };
+    let collation = def.options.iter().find_map(|o| match &o.option {
+        ColumnOption::Collation(c) => Some(c.to_string()),
+        _ => None,
+    });
+    let storage = storage_collation(collation.as_deref().unwrap_or("utf8mb4_general_ci"));
+    let (ty, width, _) = sql_type("c", &def.data_type, storage, false)?;
+    Ok((ty, width))
+}
+
 /// The declared type: `(type, display width, zerofill)`.
 fn sql_type(
     column: &str,

@@ -565,6 +565,25 @@ fn show_columns(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
+    columns_answer(
+        &info.columns,
+        |c| column_key(info, c),
+        full,
+        pattern,
+        more,
+        sink,
+    )
+}
+
+/// SHOW [FULL] COLUMNS' answer of these columns (`key`: each one's Key).
+fn columns_answer<'c>(
+    of: &'c [SqlColumn],
+    key: impl Fn(&'c SqlColumn) -> &'static str,
+    full: bool,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
     let mut columns = vec![text_col("Field", 64), text_col("Type", 256)];
     if full {
         columns.push(text_col("Collation", 64));
@@ -579,8 +598,7 @@ fn show_columns(
         columns.push(text_col("Privileges", 80));
         columns.push(text_col("Comment", 1024));
     }
-    let rows: Vec<Vec<SqlValue>> = info
-        .columns
+    let rows: Vec<Vec<SqlValue>> = of
         .iter()
         .filter(|c| pattern.is_none_or(|p| like(p, &c.name, true)))
         .map(|c| {
@@ -590,7 +608,7 @@ fn show_columns(
             }
             row.extend([
                 text(if c.nullable { "YES" } else { "NO" }),
-                text(column_key(info, c)),
+                text(key(c)),
                 opt_text(default_shown(c)),
                 text(extra(c)),
             ]);
@@ -605,12 +623,7 @@ fn show_columns(
 }
 
 /// SHOW COLUMNS and DESCRIBE of a view (`missing`, the error of no
-/// table of the name, when there is no view either): its query's result
-/// columns, as MariaDB describes them. A column that is a table's column
-/// as declared shows that column's type, default and comment; another
-/// its type from its metadata (CREATE TABLE … SELECT's) and, when it
-/// cannot be NULL, its type's zero as its default. No view column is a
-/// key.
+/// table of the name, when there is no view either).
 #[allow(clippy::too_many_arguments)]
 fn view_columns(
     conn: &mut Conn<'_>,
@@ -631,77 +644,63 @@ fn view_columns(
     let Some(view) = super::views::find(conn, &db, name)? else {
         return Err(missing);
     };
-    let metas = super::exec::derived::view_columns(conn, &view)?;
+    let columns = view_sql_columns(conn, &view)?;
+    columns_answer(&columns, |_| "", full, pattern, more, sink)
+}
+
+/// A view's columns as MariaDB describes them (its query planned, no
+/// rows read): a column that is a table's column as declared is that
+/// column (its type, collation, default and comment); another has the
+/// type CREATE TABLE … SELECT would give it and, when it cannot be NULL,
+/// its type's zero as its default. No view column is a key.
+fn view_sql_columns(conn: &mut Conn<'_>, view: &super::views::View) -> SqlResult<Vec<SqlColumn>> {
+    let metas = super::exec::derived::view_columns(conn, view)?;
     // A UNION's column is no table's, whatever its first SELECT's is.
     let union = matches!(
         *view.query()?.body,
         sqlparser::ast::SetExpr::SetOperation { .. }
     );
-    let mut columns = vec![text_col("Field", 64), text_col("Type", 256)];
-    if full {
-        columns.push(text_col("Collation", 64));
-    }
-    columns.extend([
-        text_col("Null", 3),
-        text_col("Key", 3),
-        text_col("Default", 256),
-        text_col("Extra", 256),
-    ]);
-    if full {
-        columns.push(text_col("Privileges", 80));
-        columns.push(text_col("Comment", 1024));
-    }
-    let mut rows = Vec::new();
-    for m in metas
-        .iter()
-        .filter(|m| pattern.is_none_or(|p| like(p, &m.name, true)))
-    {
+    let mut columns = Vec::with_capacity(metas.len());
+    for (at, m) in metas.into_iter().enumerate() {
         let nullable = m.flags & flags::NOT_NULL == 0;
         let source = (!union)
-            .then(|| super::create_select::source_column(conn, m))
+            .then(|| super::create_select::source_column(conn, &m))
             .flatten();
-        let (ty, collation, default, comment) = match source {
-            Some(c) => (
-                column_type(&c),
-                collation_name(&c.ty).map(str::to_owned),
-                default_shown(&c),
-                c.comment.clone(),
-            ),
+        let column = match source {
+            Some(c) => SqlColumn {
+                name: m.name.to_string(),
+                native: at,
+                nullable,
+                auto_increment: false,
+                meta: m,
+                ..c
+            },
             None => {
-                let declared = super::create_select::type_of(m)?;
-                let (ty, collation) = match declared.split_once(" CHARACTER SET ") {
-                    Some((ty, rest)) => (
-                        ty.to_owned(),
-                        rest.split_once(" COLLATE ").map(|(_, c)| c.to_owned()),
-                    ),
-                    None => (declared, None),
-                };
-                let default = (!nullable).then(|| zero_of(m));
-                (ty, collation, default, String::new())
+                let (ty, width) = ddl::declared_type(&super::create_select::type_of(&m)?)?;
+                SqlColumn {
+                    name: m.name.to_string(),
+                    native: at,
+                    ty,
+                    nullable,
+                    auto_increment: false,
+                    default: (!nullable).then(|| zero_of(&m)),
+                    meta: m,
+                    default_now: false,
+                    default_expr: false,
+                    on_update_now: false,
+                    zerofill: false,
+                    width,
+                    comment: String::new(),
+                }
             }
         };
-        let mut row = vec![text(m.name.to_string()), text(ty)];
-        if full {
-            row.push(opt_text(collation));
-        }
-        row.extend([
-            text(if nullable { "YES" } else { "NO" }),
-            text(""),
-            opt_text(default),
-            text(""),
-        ]);
-        if full {
-            row.push(text("select,insert,update,references"));
-            row.push(text(comment));
-        }
-        rows.push(row);
+        columns.push(column);
     }
-    send(sink, &columns, &rows, more)
+    Ok(columns)
 }
 
 /// The zero of a computed column's type, MariaDB's default for a view
-/// column that cannot be NULL: `0`, `0.00`, `0000-00-00`, `''` shown as
-/// nothing.
+/// column that cannot be NULL: `0`, `0.00`, `0000-00-00`, `''`.
 fn zero_of(m: &ColumnMeta) -> String {
     match m.ty {
         ColumnType::Decimal | ColumnType::NewDecimal if m.decimals > 0 => {
@@ -1223,7 +1222,7 @@ pub fn is_virtual_db(name: &str) -> bool {
 /// The columns and rows of virtual table `db.table_name` (`db` one that
 /// `is_virtual_db` names): every row (the executor filters).
 pub fn virtual_rows(
-    conn: &Conn<'_>,
+    conn: &mut Conn<'_>,
     db: &str,
     table_name: &str,
 ) -> SqlResult<(Vec<ColumnMeta>, Vec<Vec<SqlValue>>)> {
@@ -1287,7 +1286,7 @@ pub fn ndbinfo_rows(conn: &Conn<'_>, table_name: &str) -> SqlResult<Rows> {
 /// The columns and rows of `information_schema.<table_name>` (any case):
 /// every row (the executor filters). 1109 for a table it has not.
 pub fn information_schema_rows(
-    conn: &Conn<'_>,
+    conn: &mut Conn<'_>,
     table_name: &str,
 ) -> SqlResult<(Vec<ColumnMeta>, Vec<Vec<SqlValue>>)> {
     let upper = table_name.to_ascii_uppercase();
@@ -1655,16 +1654,32 @@ fn columns_columns() -> Vec<ColumnMeta> {
     ]
 }
 
-fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
+fn columns(conn: &mut Conn<'_>) -> SqlResult<Rows> {
     let columns = columns_columns();
     let mut rows = Vec::new();
+    // (database, name, the table, or a view's columns).
+    type Listed = (String, String, Option<Arc<TableInfo>>, Vec<SqlColumn>);
+    let mut of: Vec<Listed> = Vec::new();
     for info in all_tables(conn)? {
-        for (k, c) in info.columns.iter().enumerate() {
+        of.push((info.db.clone(), info.name.clone(), Some(info), Vec::new()));
+    }
+    // A view's columns, as DESCRIBE shows them; a view whose query no
+    // longer plans (a table dropped) has none here, as in MariaDB (which
+    // warns).
+    for view in super::views::list(conn, None)? {
+        if let Ok(columns) = view_sql_columns(conn, &view) {
+            of.push((view.db.clone(), view.name.clone(), None, columns));
+        }
+    }
+    of.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    for (db, name, info, view) in &of {
+        let listed = info.as_ref().map_or(&view[..], |i| &i.columns[..]);
+        for (k, c) in listed.iter().enumerate() {
             let collation = collation_name(&c.ty);
             let mut row = vec![
                 text(CATALOG),
-                text(info.db.clone()),
-                text(info.name.clone()),
+                text(db.clone()),
+                text(name.clone()),
                 text(c.name.clone()),
                 SqlValue::UInt(k as u64 + 1),
                 opt_text(default_literal(c)),
@@ -1676,7 +1691,7 @@ fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
                 opt_text(collation.map(|_| "utf8mb4")),
                 opt_text(collation),
                 text(column_type(c)),
-                text(column_key(&info, c)),
+                text(info.as_ref().map_or("", |i| column_key(i, c))),
                 text(extra(c)),
                 text("select,insert,update,references"),
                 text(c.comment.clone()),

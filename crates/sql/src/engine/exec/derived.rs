@@ -223,18 +223,20 @@ pub(crate) fn of_view(
     })
 }
 
-/// A view's columns without reading its rows (DESCRIBE, SHOW COLUMNS):
-/// its query planned as [`of_view`] runs it, named by the view's list.
+/// A view's columns without reading its rows (DESCRIBE, SHOW COLUMNS,
+/// information_schema.COLUMNS): its query planned as [`of_view`] runs it,
+/// named by the view's list. The statement's own subqueries' state is
+/// kept aside meanwhile (it may be planning a query of its own).
 pub(crate) fn view_columns(
     conn: &mut Conn<'_>,
     view: &crate::engine::views::View,
 ) -> SqlResult<Vec<ColumnMeta>> {
     let q = view.query()?;
-    conn.subqueries.clear();
+    let statement = std::mem::take(&mut conn.subqueries);
     conn.subqueries.view_depth = 1;
     conn.subqueries.view_text = Some(Arc::from(view.body.as_str()));
     let metas = super::cte::hidden(conn, |conn| super::select::planned_metas(conn, &q));
-    conn.subqueries.clear();
+    conn.subqueries = statement;
     let mut metas = metas?;
     if !view.columns.is_empty() {
         if view.columns.len() != metas.len() {
