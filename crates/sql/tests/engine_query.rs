@@ -211,6 +211,7 @@ fn sql_over_a_sandbox() {
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
     tables_made_by_sql(&engine, &mut conn);
+    insert_ids_as_mysql(&mut conn);
     conditions_as_mariadb(&session, &mut conn);
     result_lengths_as_mariadb(&mut conn);
     temporary_tables(&engine, &session);
@@ -2075,6 +2076,89 @@ fn kept_plans(conn: &mut Conn<'_>) {
     assert_eq!(answer.error.map(|e| e.code), Some(1146));
     ok(conn, "DROP DATABASE kp_other");
     conn.close(id);
+}
+
+/// The insert id of the OK packet (a driver's `lastrowid`), as MySQL
+/// and MariaDB 10.11 answer these statements: the value generated for
+/// the first row inserted; else what LAST_INSERT_ID(expr) set in the
+/// statement; else the AUTO_INCREMENT value of the last row inserted or
+/// changed; else 0.
+fn insert_ids_as_mysql(conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "CREATE TABLE ids (id INT AUTO_INCREMENT PRIMARY KEY, email VARCHAR(20) NOT NULL UNIQUE, \
+         n INT DEFAULT 0)",
+    );
+    ok(conn, "CREATE TABLE plain (k INT PRIMARY KEY, v INT)");
+    let id = |conn: &mut Conn<'_>, sql: &str| ok(conn, sql).last_insert_id;
+    let a = id(conn, "INSERT INTO ids (email) VALUES ('a'), ('b')");
+    assert!(a > 0);
+    let b = a + 1;
+    let email = |conn: &mut Conn<'_>, e: &str| -> u64 {
+        q(conn, &format!("SELECT id FROM ids WHERE email = '{e}'"))[0][0]
+            .parse()
+            .expect("an id")
+    };
+    assert_eq!(email(conn, "b"), b);
+    // A row ON DUPLICATE KEY UPDATE changed: that row's id; one it left
+    // as it was: none.
+    let updated = "INSERT INTO ids (email) VALUES ('b') ON DUPLICATE KEY UPDATE n = n + 1";
+    assert_eq!(id(conn, updated), b, "the row changed");
+    let same = "INSERT INTO ids (email) VALUES ('b') ON DUPLICATE KEY UPDATE n = n";
+    assert_eq!(id(conn, same), 0, "no row inserted or changed");
+    // LAST_INSERT_ID(expr) in the statement.
+    let set =
+        "INSERT INTO ids (email) VALUES ('a') ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)";
+    assert_eq!(id(conn, set), a);
+    assert_eq!(
+        q(conn, "SELECT LAST_INSERT_ID()"),
+        rows(&[&[a.to_string().as_str()]])
+    );
+    // A row IGNORE left out: none, and LAST_INSERT_ID() unchanged.
+    assert_eq!(id(conn, "INSERT IGNORE INTO ids (email) VALUES ('a')"), 0);
+    // Of rows IGNORE or ON DUPLICATE KEY UPDATE left and one inserted,
+    // the one inserted.
+    let c = id(
+        conn,
+        "INSERT IGNORE INTO ids (email) VALUES ('a'), ('c'), ('b')",
+    );
+    assert_eq!(c, email(conn, "c"));
+    let d = id(
+        conn,
+        "INSERT INTO ids (email) VALUES ('a'), ('d') ON DUPLICATE KEY UPDATE n = n + 1",
+    );
+    assert_eq!(d, email(conn, "d"));
+    assert_eq!(
+        q(conn, "SELECT LAST_INSERT_ID()"),
+        rows(&[&[d.to_string().as_str()]])
+    );
+    // A value given: that value, LAST_INSERT_ID() as it was.
+    assert_eq!(
+        id(conn, "INSERT INTO ids (id, email) VALUES (900, 'z')"),
+        900
+    );
+    assert_eq!(
+        q(conn, "SELECT LAST_INSERT_ID()"),
+        rows(&[&[d.to_string().as_str()]])
+    );
+    // No AUTO_INCREMENT column: 0, also for a row updated.
+    assert_eq!(id(conn, "INSERT INTO plain VALUES (1, 1), (2, 2)"), 0);
+    let plain = "INSERT INTO plain VALUES (1, 5) ON DUPLICATE KEY UPDATE v = v + 1";
+    assert_eq!(id(conn, plain), 0);
+    // An UPDATE: what LAST_INSERT_ID(expr) set, else 0; a DELETE: 0.
+    assert_eq!(
+        id(
+            conn,
+            "UPDATE plain SET v = LAST_INSERT_ID(v + 10) WHERE k = 2"
+        ),
+        12
+    );
+    assert_eq!(id(conn, "UPDATE plain SET v = 3 WHERE k = 2"), 0);
+    // An earlier statement's LAST_INSERT_ID(expr) is not this one's.
+    q(conn, "SELECT LAST_INSERT_ID(77)");
+    assert_eq!(id(conn, "UPDATE plain SET v = 4 WHERE k = 2"), 0);
+    assert_eq!(id(conn, "DELETE FROM plain WHERE k = 2"), 0);
+    ok(conn, "DROP TABLE ids, plain");
 }
 
 /// Tables made with CREATE TABLE: AUTO_INCREMENT and LAST_INSERT_ID(), a

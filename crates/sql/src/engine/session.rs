@@ -623,7 +623,7 @@ pub struct SessionState {
     /// `LAST_INSERT_ID(expr)` sets it.
     ///
     /// [`Env`]: crate::engine::expr::eval::Env
-    pub last_insert_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub last_insert_id: std::sync::Arc<LastInsertId>,
     /// Rows the last SELECT sent (`FOUND_ROWS()`).
     pub found_rows: u64,
     /// LOCK TABLES ran and UNLOCK TABLES has not (`txn::lock_tables`).
@@ -1905,10 +1905,7 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<SqlValue
             return Ok(SqlValue::Int(n));
         }
         "last_insert_id" | "identity" => {
-            let id = conn
-                .session
-                .last_insert_id
-                .load(std::sync::atomic::Ordering::Relaxed);
+            let id = conn.session.last_insert_id.get();
             return Ok(SqlValue::UInt(id));
         }
         "hostname" => return Ok(SqlValue::Bytes(hostname().into_bytes())),
@@ -2956,5 +2953,43 @@ mod tests {
         for vars in [&globals, &first, &second] {
             assert_eq!(*vars.hot(), vars.decode_hot());
         }
+    }
+}
+
+/// A session's `LAST_INSERT_ID()`: the first AUTO_INCREMENT value its
+/// last INSERT generated for a row it inserted, or what
+/// `LAST_INSERT_ID(expr)` set, and whether `LAST_INSERT_ID(expr)` ran in
+/// the write statement running now (MySQL's
+/// `arg_of_last_insert_id_function`: that statement's OK packet carries
+/// the value then).
+#[derive(Debug, Default)]
+pub struct LastInsertId {
+    value: std::sync::atomic::AtomicU64,
+    called: std::sync::atomic::AtomicBool,
+}
+
+impl LastInsertId {
+    /// `LAST_INSERT_ID()`.
+    pub fn get(&self) -> u64 {
+        self.value.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The value an INSERT generated for its first row inserted.
+    pub fn set(&self, id: u64) {
+        self.value.store(id, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `LAST_INSERT_ID(expr)`.
+    pub fn call(&self, id: u64) {
+        self.set(id);
+        self.called
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether `LAST_INSERT_ID(expr)` ran since the last call, which
+    /// starts a write statement.
+    pub fn take_called(&self) -> bool {
+        self.called
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
     }
 }

@@ -501,9 +501,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
     drop(rows);
     drop(source);
     if total.first_auto > 0 {
-        conn.session
-            .last_insert_id
-            .store(total.first_auto, Ordering::Relaxed);
+        conn.session.last_insert_id.set(total.first_auto);
     }
     let (deleted, skipped) = if replace {
         (total.duplicates, total.check_skipped as u64)

@@ -26,9 +26,21 @@ pub fn run(
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
+    // `LAST_INSERT_ID(expr)` of this statement, not an earlier one's.
+    conn.session.last_insert_id.take_called();
     match statement {
         Statement::Insert(ins) => insert(conn, ins, params, placeholders),
-        Statement::Update(up) => update(conn, up, params, placeholders),
+        Statement::Update(up) => {
+            let mut answered = update(conn, up, params, placeholders)?;
+            // MySQL's UPDATE answers with the value `LAST_INSERT_ID(expr)`
+            // set, when it ran.
+            if let Answered::Ok(info) = &mut answered {
+                if conn.session.last_insert_id.take_called() {
+                    info.last_insert_id = conn.session.last_insert_id.get();
+                }
+            }
+            Ok(answered)
+        }
         Statement::Delete(del) => delete(conn, del, params, placeholders),
         other => Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
@@ -296,12 +308,22 @@ fn insert(
         duplicates,
         check_skipped,
         first_auto,
+        last_auto,
     } = written;
     if first_auto > 0 {
-        conn.session
-            .last_insert_id
-            .store(first_auto, std::sync::atomic::Ordering::Relaxed);
+        conn.session.last_insert_id.set(first_auto);
     }
+    // MySQL's id in the OK packet: the value generated for the first row
+    // inserted; else what `LAST_INSERT_ID(expr)` set in the statement;
+    // else the AUTO_INCREMENT column's value of the last row inserted or
+    // updated (an explicit value, a row ON DUPLICATE KEY UPDATE found).
+    let id = if first_auto > 0 {
+        first_auto
+    } else if conn.session.last_insert_id.take_called() {
+        conn.session.last_insert_id.get()
+    } else {
+        last_auto
+    };
     // MariaDB's info: for more than one row of VALUES, and for any
     // INSERT … SELECT.
     let selected = ins
@@ -320,7 +342,7 @@ fn insert(
     };
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,
-        last_insert_id: if first_auto > 0 { first_auto } else { 0 },
+        last_insert_id: id,
         info,
         ..OkInfo::default()
     }))
@@ -355,8 +377,36 @@ pub(crate) struct Written {
     pub duplicates: u64,
     /// Rows INSERT IGNORE left out for a failed CHECK.
     pub check_skipped: usize,
-    /// The first AUTO_INCREMENT value generated (0: none).
+    /// The AUTO_INCREMENT value generated for the first row inserted
+    /// (0: none; a value generated for a row IGNORE left out, or that ON
+    /// DUPLICATE KEY UPDATE made an update, is not one).
     pub first_auto: u64,
+    /// The AUTO_INCREMENT column's value of the last row inserted or
+    /// updated (0: none, or no such column).
+    pub last_auto: u64,
+}
+
+/// What became of a row of an INSERT-like statement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum RowDone {
+    /// Not written: IGNORE left it out (or the statement failed).
+    #[default]
+    Left,
+    Inserted,
+    /// ON DUPLICATE KEY UPDATE changed the row it found for it, whose
+    /// AUTO_INCREMENT value (after the update) this is (a row found and
+    /// left as it was counts as left out, as in MySQL).
+    Updated(u64),
+}
+
+/// An AUTO_INCREMENT column's value as a number (0 for none).
+fn auto_value(v: &Val) -> u64 {
+    match v {
+        Val::Int(i) => u64::try_from(*i).unwrap_or(0),
+        Val::UInt(u) => *u,
+        Val::Null => 0,
+        other => other.to_text().parse().unwrap_or(0),
+    }
 }
 
 /// Makes the stored rows (defaults, AUTO_INCREMENT, CHECKs) and writes
@@ -397,7 +447,6 @@ pub(crate) fn write_rows(
     } else {
         0
     };
-    let first_auto = next_auto;
     // The largest value given explicitly to the AUTO_INCREMENT column.
     let mut explicit_auto = 0u64;
     let mut next_hidden = if table.hidden_key {
@@ -430,6 +479,9 @@ pub(crate) fn write_rows(
     let mut check_skipped = 0;
     // Full native rows.
     let mut native_rows: Vec<NativeRow> = Vec::with_capacity(rows.len());
+    // Per native row: its AUTO_INCREMENT value, and whether it was
+    // generated.
+    let mut autos: Vec<(u64, bool)> = Vec::with_capacity(rows.len());
     let made = (|| {
         for (n, row) in rows.iter().enumerate() {
             if let Some(w) = evaluated.get_mut(n) {
@@ -437,6 +489,7 @@ pub(crate) fn write_rows(
             }
             let mut out = Vec::with_capacity(table.columns.len() + 1);
             let mut sql_row = vec![Val::Null; table.columns.len()];
+            let mut generated = false;
             for &at in &order {
                 let col = &table.columns[at];
                 let given = targets.iter().position(|t| *t == at).map(|i| &row[i]);
@@ -462,12 +515,9 @@ pub(crate) fn write_rows(
                 {
                     value = Some(Val::UInt(next_auto));
                     next_auto += 1;
+                    generated = true;
                 } else if Some(at) == auto_col {
-                    explicit_auto = explicit_auto.max(value.as_ref().map_or(0, |v| match v {
-                        Val::Int(i) => u64::try_from(*i).unwrap_or(0),
-                        Val::UInt(u) => *u,
-                        other => other.to_text().parse().unwrap_or(0),
-                    }));
+                    explicit_auto = explicit_auto.max(value.as_ref().map_or(0, auto_value));
                 }
                 let target = Target {
                     column: col,
@@ -550,6 +600,7 @@ pub(crate) fn write_rows(
                 }
                 return Err(e);
             }
+            autos.push((auto_col.map_or(0, |c| auto_value(&sql_row[c])), generated));
             native_rows.push((out, sql_row));
             warnings.rows.push(std::mem::take(&mut ctx.warnings));
         }
@@ -589,6 +640,7 @@ pub(crate) fn write_rows(
         Send::Now
     };
     let mut committed = false;
+    let mut done = vec![RowDone::Left; native_rows.len()];
     let result = if !odku.is_empty() {
         // Inside a transaction a failed statement takes back its rows.
         let mut undo = Vec::new();
@@ -603,6 +655,7 @@ pub(crate) fn write_rows(
             ignore,
             &mut warnings,
             in_tx.then_some(&mut undo),
+            &mut done,
         );
         if upserted.is_err() {
             undo_statement(&tx, table, &undo);
@@ -619,6 +672,7 @@ pub(crate) fn write_rows(
             how,
             &mut committed,
             &mut warnings,
+            &mut done,
         )
     };
     warnings.rest(conn);
@@ -639,10 +693,12 @@ pub(crate) fn write_rows(
         let tx = txn::take(conn)?;
         let unique = has_unique(def);
         let again = if unique {
-            native_rows.chunks(1).try_fold((0, 0), |(a, d), row| {
+            let again = native_rows.chunks(1).try_fold((0, 0), |(a, d), row| {
                 let (more, dups) = insert_plain(&tx, table, row, Send::Now, &mut committed)?;
                 Ok((a + more, d + dups))
-            })
+            });
+            done.fill(RowDone::Inserted);
+            again
         } else {
             insert_rows(
                 conn,
@@ -654,17 +710,34 @@ pub(crate) fn write_rows(
                 Send::Now,
                 &mut committed,
                 &mut warnings,
+                &mut done,
             )
         };
         txn::finish(conn, tx, again)?
     } else {
         txn::finish(conn, tx, result)?
     };
+    let first_auto = autos
+        .iter()
+        .zip(&done)
+        .find(|((_, generated), d)| *generated && **d == RowDone::Inserted)
+        .map_or(0, |((value, _), _)| *value);
+    let last_auto = autos
+        .iter()
+        .zip(&done)
+        .rev()
+        .find_map(|((value, _), d)| match d {
+            RowDone::Left => None,
+            RowDone::Inserted => Some(*value),
+            RowDone::Updated(value) => Some(*value),
+        })
+        .unwrap_or(0);
     Ok(Written {
         affected,
         duplicates,
         check_skipped,
         first_auto,
+        last_auto,
     })
 }
 
@@ -872,12 +945,15 @@ fn insert_rows(
     how: Send,
     committed: &mut bool,
     warnings: &mut RowWarnings,
+    done: &mut [RowDone],
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
     if how != Send::Now {
         debug_assert!(!replace && !ignore, "only a plain INSERT sends late");
-        return insert_plain(tx, table, rows, how, committed);
+        let written = insert_plain(tx, table, rows, how, committed)?;
+        done.fill(RowDone::Inserted);
+        return Ok(written);
     }
     let mut affected = 0u64;
     let per_row = if replace { 2 } else { 1 };
@@ -1021,6 +1097,7 @@ fn insert_rows(
                 Some(OpResult::Failed(e)) => return Err(txn::native_error_in(e, &table.name)),
                 _ => {
                     affected += 1;
+                    done[c * chunk_rows + i] = RowDone::Inserted;
                     if !replace {
                         inserted.push(key);
                     }
@@ -1231,6 +1308,7 @@ fn upsert_then_fail(
         ignore,
         &mut warnings,
         Some(&mut undo),
+        &mut vec![RowDone::Left; rows.len()],
     );
     // The updates defined are sent: their own errors (a unique value
     // taken) come before the row that did not convert.
@@ -1384,6 +1462,7 @@ fn upsert_rows(
     ignore: bool,
     warnings: &mut RowWarnings,
     mut undo: Option<&mut Vec<Undo>>,
+    done: &mut [RowDone],
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
@@ -1408,7 +1487,7 @@ fn upsert_rows(
         if let Some((_, pk)) = holder {
             duplicates += 1;
             let access = plan::Access::Keys(vec![pk]);
-            if upsert_update(
+            if let Some((row_changed, auto)) = upsert_update(
                 conn,
                 tx,
                 table,
@@ -1421,8 +1500,11 @@ fn upsert_rows(
                 ignore,
                 undo.as_deref_mut(),
             )? {
-                affected += 2;
-                changed += 1;
+                if row_changed {
+                    done[n] = RowDone::Updated(auto);
+                    affected += 2;
+                    changed += 1;
+                }
             }
             continue;
         }
@@ -1442,6 +1524,7 @@ fn upsert_rows(
             }
             _ => {
                 affected += 1;
+                done[n] = RowDone::Inserted;
                 if let Some(undo) = undo.as_deref_mut() {
                     undo.push(Undo::Delete(primary_key_of(def, row)));
                 }
@@ -1450,7 +1533,7 @@ fn upsert_rows(
         }
         duplicates += 1;
         let access = plan::Access::Keys(vec![primary_key_of(def, row)]);
-        if upsert_update(
+        if let Some((row_changed, auto)) = upsert_update(
             conn,
             tx,
             table,
@@ -1463,8 +1546,11 @@ fn upsert_rows(
             ignore,
             undo.as_deref_mut(),
         )? {
-            affected += 2;
-            changed += 1;
+            if row_changed {
+                done[n] = RowDone::Updated(auto);
+                affected += 2;
+                changed += 1;
+            }
         }
     }
     // MariaDB's "Duplicates": the rows updated, or under IGNORE the
@@ -1478,7 +1564,9 @@ fn upsert_rows(
 }
 
 /// The update half of ON DUPLICATE KEY UPDATE: the row `access` finds,
-/// with VALUES(col) reading `inserted`. Returns whether it changed.
+/// with VALUES(col) reading `inserted`. Returns, when it found the row,
+/// whether it changed and the row's AUTO_INCREMENT value after (0 for
+/// none).
 #[allow(clippy::too_many_arguments)]
 fn upsert_update(
     conn: &mut Conn<'_>,
@@ -1492,7 +1580,7 @@ fn upsert_update(
     n: usize,
     ignore: bool,
     undo: Option<&mut Vec<Undo>>,
-) -> SqlResult<bool> {
+) -> SqlResult<Option<(bool, u64)>> {
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
     // INSERT IGNORE's update converts as its insert does (a warning).
@@ -1503,7 +1591,7 @@ fn upsert_update(
         tx, table, access, None, lock, false, None, &mut ctx, None, None, None,
     )?;
     let Some((old, key)) = found.into_iter().next() else {
-        return Ok(false);
+        return Ok(None);
     };
     ctx.insert_values = inserted;
     let changes = changes_of(table, &old, 0, assignments, checks, &mut ctx, n + 1)?;
@@ -1527,7 +1615,20 @@ fn upsert_update(
         });
     }
     keep_warnings(conn, &mut ctx);
-    Ok(changed)
+    let auto = table
+        .columns
+        .iter()
+        .position(|c| c.auto_increment)
+        .map_or(0, |c| {
+            let native = table.columns[c].native;
+            match changes.iter().find(|(p, _)| *p == native) {
+                Some((_, Value::UInt(u))) => *u,
+                Some((_, Value::Int(i))) => u64::try_from(*i).unwrap_or(0),
+                Some(_) => 0,
+                None => auto_value(&old[c]),
+            }
+        });
+    Ok(Some((changed, auto)))
 }
 
 /// How a statement inside a transaction takes back a row it wrote when a

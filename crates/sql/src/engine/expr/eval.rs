@@ -72,7 +72,7 @@ pub struct Env {
     pub user: std::sync::Arc<str>,
     /// `LAST_INSERT_ID()`: the session's own, which `LAST_INSERT_ID(expr)`
     /// sets.
-    pub last_insert_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub last_insert_id: std::sync::Arc<crate::engine::session::LastInsertId>,
     /// `FOUND_ROWS()` and `ROW_COUNT()`: of the statement before this one.
     pub found_rows: u64,
     pub row_count: i64,

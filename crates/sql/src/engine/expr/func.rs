@@ -1463,9 +1463,7 @@ impl Func {
                     Val::UInt(u) => Some(*u),
                     x => Some(ctx.num_i64(x) as u64),
                 };
-                ctx.env
-                    .last_insert_id
-                    .store(id.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+                ctx.env.last_insert_id.call(id.unwrap_or(0));
                 id.map_or(Val::Null, Val::UInt)
             }
             F::IsIpv4 => Val::Int(i64::from(!v[0].is_null() && ipv4_bytes(&s(0)).is_some())),
@@ -2561,11 +2559,7 @@ impl Func {
                 }
                 _ => Val::Null,
             },
-            F::LastInsertId => Val::UInt(
-                ctx.env
-                    .last_insert_id
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            ),
+            F::LastInsertId => Val::UInt(ctx.env.last_insert_id.get()),
             F::FoundRows => Val::UInt(ctx.env.found_rows),
             F::GetLock | F::ReleaseLock | F::IsFreeLock | F::IsUsedLock => {
                 let Some(locks) = ctx.env.user_locks.clone() else {
