@@ -112,7 +112,15 @@ fn the_dialect_reads_the_suite_as_mysql_does() {
     for sql in &statements {
         // The logical XOR ranks below the comparisons here, as in MariaDB,
         // and above them in `MySqlDialect` (dialect.rs): trees differ.
-        if sql.to_ascii_uppercase().contains(" XOR ") {
+        // So does the word BINARY, a cast of the next operand only here,
+        // of the whole expression after it there (and `BINARY(` a
+        // function there).
+        let upper = sql.to_ascii_uppercase();
+        let binary = upper.match_indices("BINARY").any(|(at, _)| {
+            let before = upper[..at].chars().next_back();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if upper.contains(" XOR ") || binary {
             continue;
         }
         let ours = Parser::parse_sql(&sql::engine::dialect::SkarvDialect, sql);

@@ -13,7 +13,9 @@
 //! `XOR` the rank of PostgreSQL's bitwise `#`, above the comparisons, so
 //! that `a < b XOR c` read as `a < (b XOR c)`: MariaDB ranks `XOR` between
 //! `AND` and `OR` ([`XOR_PRECEDENCE`]). And MariaDB's prefix `!` (NOT of
-//! the highest rank), which `MySqlDialect` does not read, is read here.
+//! the highest rank), which `MySqlDialect` does not read, is read here,
+//! and so is `BINARY x`, a cast of MariaDB's rank, which `MySqlDialect`
+//! reads as a cast of the whole expression after it.
 //!
 //! Everything else is `MySqlDialect`'s: each method `MySqlDialect`
 //! overrides is forwarded, and [`Dialect::dialect`] answers its type, so
@@ -39,6 +41,11 @@ pub const XOR_PRECEDENCE: u8 = 7;
 /// The rank `!`'s operand is read at: above every binary operator
 /// (MySQL's `*` is 40, `::` 50), so that `!1 + 1` is `(!1) + 1`.
 const BANG_NOT_PRECEDENCE: u8 = 60;
+
+/// The rank `BINARY`'s operand is read at: that of `!`'s (MariaDB ranks
+/// BINARY and COLLATE above `!`; none of them is an infix operator that
+/// could take the operand's place).
+const BINARY_PRECEDENCE: u8 = BANG_NOT_PRECEDENCE;
 
 /// MariaDB's dialect (see the module doc).
 #[derive(Debug, Default, Clone, Copy)]
@@ -77,6 +84,23 @@ impl Dialect for SkarvDialect {
                         .map(|expr| Expr::UnaryOp {
                             op: sqlparser::ast::UnaryOperator::BangNot,
                             expr: Box::new(expr),
+                        }),
+                )
+            }
+            // MariaDB's `BINARY x`: a cast to binary binding as tightly as
+            // COLLATE (`BINARY s = 'A'` is `(BINARY s) = 'A'`, `BINARY(s)`
+            // the same), where the parser reads a whole expression after
+            // it (`BINARY (s = 'A')`) and takes `BINARY(` for a function.
+            Token::Word(ref w) if w.keyword == Keyword::BINARY && w.quote_style.is_none() => {
+                parser.next_token();
+                Some(
+                    parser
+                        .parse_subexpr(BINARY_PRECEDENCE)
+                        .map(|expr| Expr::Cast {
+                            kind: sqlparser::ast::CastKind::Cast,
+                            expr: Box::new(expr),
+                            data_type: sqlparser::ast::DataType::Binary(None),
+                            format: None,
                         }),
                 )
             }
