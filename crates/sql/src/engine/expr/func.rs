@@ -2086,8 +2086,8 @@ impl Func {
                 other => other.to_text().len() as i64,
             }),
             F::CharLength => Val::Int(s(0).chars().count() as i64),
-            F::Upper => Val::str(s(0).to_uppercase()),
-            F::Lower => Val::str(s(0).to_lowercase()),
+            F::Upper => Val::str(s(0).chars().map(simple_upper).collect::<String>()),
+            F::Lower => Val::str(s(0).chars().map(simple_lower).collect::<String>()),
             F::Collate(_)
             | F::OuterMember
             | F::OuterBit
@@ -2509,8 +2509,9 @@ impl Func {
                 } else {
                     (s(1), s(0))
                 };
-                let hay: Vec<char> = hay.to_lowercase().chars().collect();
-                let needle: Vec<char> = needle.to_lowercase().chars().collect();
+                // One character for one, so positions are the text's.
+                let hay: Vec<char> = hay.chars().map(simple_lower).collect();
+                let needle: Vec<char> = needle.chars().map(simple_lower).collect();
                 let from = match v.get(2) {
                     Some(p) => ctx.num_i64(p),
                     None => 1,
@@ -3991,4 +3992,37 @@ fn date_format_chars(format: &[u8]) -> u32 {
         at += 1;
     }
     size
+}
+
+/// The uppercase of a character as MariaDB's utf8mb4 maps it: one
+/// character for one (`UPPER('straße')` is `STRAßE`, of the same length),
+/// by MariaDB's table (`case_table`).
+pub(crate) fn simple_upper(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_uppercase();
+    }
+    case_of(c).map_or(c, |(upper, _)| upper)
+}
+
+/// The lowercase of a character as MariaDB's utf8mb4 maps it (see
+/// [`simple_upper`]): `Σ` is `σ` wherever it stands.
+pub(crate) fn simple_lower(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_lowercase();
+    }
+    case_of(c).map_or(c, |(_, lower)| lower)
+}
+
+/// A character's (uppercase, lowercase) in MariaDB's table; None where it
+/// maps to itself both ways.
+fn case_of(c: char) -> Option<(char, char)> {
+    let code = u16::try_from(u32::from(c)).ok()?;
+    let table = super::case_table::CASES;
+    let at = table.binary_search_by_key(&code, |(c, _, _)| *c).ok()?;
+    let (_, upper, lower) = table[at];
+    // The table holds characters of the plane only, none a surrogate.
+    Some((
+        char::from_u32(u32::from(upper)).unwrap_or(c),
+        char::from_u32(u32::from(lower)).unwrap_or(c),
+    ))
 }

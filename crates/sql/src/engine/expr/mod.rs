@@ -6,6 +6,7 @@
 //! and pulls aggregate calls out into a list the executor computes
 //! ([`AggSpec`]; the expression then reads the aggregate's value).
 
+mod case_table;
 pub mod eval;
 mod func;
 pub mod json;
