@@ -1095,6 +1095,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
         // ANALYZE TABLE of several tables, which the parser does not take.
         ("ANALYZE", _, _) => return extra_text("ANALYZE", text(&spanned)),
+        ("OPTIMIZE", _, _) => return extra_text("OPTIMIZE", text(&spanned)),
         // Only a statement with the word SNAPSHOT pays for reading them
         // all: every transaction of some drivers starts here.
         ("START", "TRANSACTION", _)
@@ -1720,7 +1721,7 @@ pub fn extra(
             limit,
         } => show_warnings(conn, *errors, *count, *limit, more, sink),
         Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
-        Extra::Text { head, sql } if head == "ANALYZE" => {
+        Extra::Text { head, sql } if head == "ANALYZE" || head == "OPTIMIZE" => {
             super::stats::analyze(conn, sql, more, sink)
         }
         Extra::Prepare { name, source } => super::prepared::prepare_sql(conn, name, source),

@@ -364,13 +364,16 @@ fn index_cardinality(
 /// `ANALYZE TABLE t [, t2 …]` (also `ANALYZE NO_WRITE_TO_BINLOG|LOCAL
 /// TABLE …`): MySQL's result set of Table, Op, Msg_type, Msg_text, one row
 /// per table; a table that does not exist is an error row, as MySQL's.
+/// `OPTIMIZE TABLE …` is answered so too, each table analyzed after a
+/// note saying that is all it does (a table's memory is not compacted),
+/// as MariaDB answers it of a table it cannot optimize.
 pub fn analyze(
     conn: &mut Conn<'_>,
     sql: &str,
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let names = analyze_names(sql)?;
+    let (op, names) = analyze_names(sql)?;
     let mut rows = Vec::new();
     for (db, name) in &names {
         let shown = format!(
@@ -383,7 +386,7 @@ pub fn analyze(
         let row = |kind: &str, text: String| {
             vec![
                 SqlValue::Bytes(shown.clone().into_bytes()),
-                SqlValue::Bytes(b"analyze".to_vec()),
+                SqlValue::Bytes(op.as_bytes().to_vec()),
                 SqlValue::Bytes(kind.as_bytes().to_vec()),
                 SqlValue::Bytes(text.into_bytes()),
             ]
@@ -410,6 +413,12 @@ pub fn analyze(
                 continue;
             }
         };
+        if op == "optimize" {
+            rows.push(row(
+                "note",
+                "Table does not support optimize, doing analyze instead".into(),
+            ));
+        }
         match analyze_one(conn, &info) {
             Ok(()) => rows.push(row("status", "OK".into())),
             Err(e) => {
@@ -490,8 +499,10 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
     Ok(())
 }
 
-/// The tables `ANALYZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE a, db.b` names.
-fn analyze_names(sql: &str) -> SqlResult<Vec<(Option<String>, String)>> {
+/// The operation (`analyze` or `optimize`) and the tables `ANALYZE |
+/// OPTIMIZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE a, db.b` names.
+type Named = (&'static str, Vec<(Option<String>, String)>);
+fn analyze_names(sql: &str) -> SqlResult<Named> {
     use sqlparser::tokenizer::{Token, Tokenizer};
     let tokens = Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, sql)
         .tokenize()
@@ -499,13 +510,17 @@ fn analyze_names(sql: &str) -> SqlResult<Vec<(Option<String>, String)>> {
     let mut words = tokens
         .into_iter()
         .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon));
-    let bad = || SqlError::syntax("near ANALYZE: expected ANALYZE TABLE name [, name …]");
+    let bad = || SqlError::syntax("expected ANALYZE | OPTIMIZE TABLE name [, name …]");
     let keyword =
         |t: &Token, k: &str| matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case(k));
     let first = words.next().ok_or_else(bad)?;
-    if !keyword(&first, "ANALYZE") {
+    let op = if keyword(&first, "ANALYZE") {
+        "analyze"
+    } else if keyword(&first, "OPTIMIZE") {
+        "optimize"
+    } else {
         return Err(bad());
-    }
+    };
     let mut next = words.next().ok_or_else(bad)?;
     if keyword(&next, "NO_WRITE_TO_BINLOG") || keyword(&next, "LOCAL") {
         next = words.next().ok_or_else(bad)?;
@@ -534,5 +549,5 @@ fn analyze_names(sql: &str) -> SqlResult<Vec<(Option<String>, String)>> {
     if names.is_empty() {
         return Err(bad());
     }
-    Ok(names)
+    Ok((op, names))
 }

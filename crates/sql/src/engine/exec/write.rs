@@ -26,6 +26,23 @@ pub fn run(
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
+    // MariaDB's RETURNING would answer with rows: refused rather than
+    // run and answered with an OK alone.
+    let returning = match statement {
+        Statement::Insert(ins) => ins.returning.is_some(),
+        Statement::Update(up) => up.returning.is_some(),
+        Statement::Delete(del) => del.returning.is_some(),
+        _ => false,
+    };
+    if returning {
+        let verb = match statement {
+            Statement::Insert(ins) if ins.replace_into => "REPLACE",
+            Statement::Insert(_) => "INSERT",
+            Statement::Update(_) => "UPDATE",
+            _ => "DELETE",
+        };
+        return Err(SqlError::unsupported(format_args!("{verb} … RETURNING")));
+    }
     // `LAST_INSERT_ID(expr)` of this statement, not an earlier one's.
     conn.session.last_insert_id.take_called();
     match statement {
