@@ -1849,8 +1849,12 @@ impl Membership {
         SignalBody::ApiRegConf {
             version: VERSION,
             // A stopping node takes no new transactions (`tc::shutdown`):
-            // clients send them elsewhere.
-            started: self.phase == Phase::Started && self.stop.is_none(),
+            // clients send them elsewhere. Nor does a node that joined and
+            // does not serve yet (NDB's API uses started nodes only): its
+            // dictionary may not have the cluster's tables until its
+            // restart has synced them (a TC answered "no table with id …"
+            // in that window).
+            started: self.phase == Phase::Started && self.serving && self.stop.is_none(),
             view_id,
             members,
             heartbeat_interval_ms: self.config.api_heartbeat_interval.as_millis() as u32,
@@ -2227,6 +2231,9 @@ impl Block for Membership {
                 if self.serving != serving {
                     self.serving = serving;
                     self.report_status(ctx);
+                    // Clients may send transactions here from now on
+                    // (`api_reg_conf`), not from their next registration.
+                    self.tell_api_nodes(ctx);
                 }
             }
             SignalBody::NodeConnected { node } => self.on_connected(node, ctx),

@@ -219,6 +219,54 @@ fn a_joining_node_tells_the_api_nodes_at_once_that_it_is_started() {
     );
 }
 
+/// A node that joined but does not serve yet (a restart still syncing its
+/// dictionary and copying its fragments) is not started in the API nodes'
+/// eyes, so they send it no transaction (its TC could meet a table it
+/// does not have yet); once it serves they hear so at once.
+#[test]
+fn a_node_is_started_for_the_api_nodes_only_once_it_serves() {
+    let spec = ClusterSpec {
+        data_nodes: 2,
+        api_heartbeat_interval: Duration::from_millis(800),
+        serving_from_start: false,
+        ..ClusterSpec::default()
+    };
+    let mut cluster = ClusterSim::new(29, spec);
+    cluster.sim.run_for(cluster.rejoin_time());
+    assert_eq!(cluster.started(), vec![node(2), node(3)]);
+    let heard = cluster.api_heard.lock().unwrap().clone();
+    assert!(
+        heard.iter().any(|h| h.from == node(3)),
+        "the API registered: {heard:?}"
+    );
+    assert!(
+        heard.iter().all(|h| !h.started),
+        "a member that does not serve was said started: {heard:?}"
+    );
+    let membership = BlockRef::new(node(3), BlockNumber::MEMBERSHIP, 0);
+    cluster.sim.inject(Signal {
+        receiver: membership,
+        sender: membership,
+        body: SignalBody::NodeServingRep { serving: true },
+    });
+    let serves = cluster.sim.now();
+    cluster.sim.run_for(Duration::from_millis(50));
+    let heard = cluster.api_heard.lock().unwrap().clone();
+    let told = heard
+        .iter()
+        .find(|h| h.from == node(3) && h.started)
+        .unwrap_or_else(|| panic!("node 3 serves since {serves:?}; the API heard: {heard:?}"));
+    assert!(
+        told.at <= serves + Duration::from_millis(50),
+        "the API heard node 3 is started {:?} after it served",
+        told.at.saturating_since(serves)
+    );
+    assert!(
+        heard.iter().all(|h| h.from != node(2) || !h.started),
+        "node 2 never served: {heard:?}"
+    );
+}
+
 /// When a member fails, the survivors tell the API nodes their new view at
 /// once: a hung member closes no connection, and an API node that waited
 /// for its next heartbeat (or its own check, 4 of them) would go on sending

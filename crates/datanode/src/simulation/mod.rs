@@ -224,6 +224,10 @@ pub struct ClusterSpec {
     pub start_partial_timeout: Duration,
     pub with_api: bool,
     pub network: NetworkSettings,
+    /// Whether a started node serves at once (there is no distribution
+    /// block here to say so); false: only once its membership block gets
+    /// `NodeServingRep`, which a test then sends.
+    pub serving_from_start: bool,
 }
 
 impl Default for ClusterSpec {
@@ -237,6 +241,7 @@ impl Default for ClusterSpec {
             start_partial_timeout: Duration::from_secs(3),
             with_api: true,
             network: NetworkSettings::default(),
+            serving_from_start: true,
         }
     }
 }
@@ -311,8 +316,12 @@ impl ClusterSim {
                     };
                     let membership = Membership::new(config)
                         .with_node_groups(groups.clone())
-                        .with_arbitration_timeout(spec_for_node.arbitration_timeout)
-                        .serving_from_start();
+                        .with_arbitration_timeout(spec_for_node.arbitration_timeout);
+                    let membership = if spec_for_node.serving_from_start {
+                        membership.serving_from_start()
+                    } else {
+                        membership
+                    };
                     let block: Box<dyn Block> = Box::new(membership);
                     vec![(BlockRef::new(node, BlockNumber::MEMBERSHIP, 0), block)]
                 }),

@@ -91,18 +91,24 @@ impl Dialect for SkarvDialect {
             // COLLATE (`BINARY s = 'A'` is `(BINARY s) = 'A'`, `BINARY(s)`
             // the same), where the parser reads a whole expression after
             // it (`BINARY (s = 'A')`) and takes `BINARY(` for a function.
+            // Where no operand follows (`SET @@character_set_database =
+            // binary`, mysqlimport's), the word is left to the parser: a
+            // value there.
             Token::Word(ref w) if w.keyword == Keyword::BINARY && w.quote_style.is_none() => {
-                parser.next_token();
-                Some(
-                    parser
-                        .parse_subexpr(BINARY_PRECEDENCE)
-                        .map(|expr| Expr::Cast {
-                            kind: sqlparser::ast::CastKind::Cast,
-                            expr: Box::new(expr),
-                            data_type: sqlparser::ast::DataType::Binary(None),
-                            format: None,
-                        }),
-                )
+                let operand = parser.maybe_parse(|p| {
+                    p.next_token();
+                    p.parse_subexpr(BINARY_PRECEDENCE)
+                });
+                match operand {
+                    Ok(Some(expr)) => Some(Ok(Expr::Cast {
+                        kind: sqlparser::ast::CastKind::Cast,
+                        expr: Box::new(expr),
+                        data_type: sqlparser::ast::DataType::Binary(None),
+                        format: None,
+                    })),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                }
             }
             _ => None,
         }
@@ -361,6 +367,27 @@ mod tests {
             panic!("{right:?}");
         };
         assert!(matches!(&**c, Expr::UnaryOp { op: U::BangNot, .. }));
+    }
+
+    #[test]
+    fn binary_casts_its_next_operand_only() {
+        let shown = |sql: &str| -> String {
+            Parser::parse_sql(&SkarvDialect, sql).expect("parses")[0].to_string()
+        };
+        assert_eq!(
+            shown("SELECT BINARY s = 'A'"),
+            "SELECT CAST(s AS BINARY) = 'A'"
+        );
+        assert_eq!(
+            shown("SELECT BINARY(s) LIKE 'a%'"),
+            "SELECT CAST((s) AS BINARY) LIKE 'a%'"
+        );
+        // No operand: a value, as the parser reads it (mysqlimport sends
+        // this one).
+        assert_eq!(
+            shown("SET @@character_set_database=binary"),
+            "SET @@character_set_database = binary"
+        );
     }
 
     #[test]
