@@ -710,19 +710,18 @@ fn zero_of(m: &ColumnMeta) -> String {
         ColumnType::DateTime | ColumnType::Timestamp => "0000-00-00 00:00:00".to_owned(),
         ColumnType::Time => "00:00:00".to_owned(),
         ColumnType::Year => "0000".to_owned(),
-        ColumnType::VarChar
-        | ColumnType::VarString
-        | ColumnType::String
-        | ColumnType::Enum
-        | ColumnType::Set
-        | ColumnType::Json
-        | ColumnType::TinyBlob
-        | ColumnType::Blob
-        | ColumnType::MediumBlob
-        | ColumnType::LongBlob
-        | ColumnType::Geometry
-        | ColumnType::Null => String::new(),
-        _ => "0".to_owned(),
+        ColumnType::Tiny
+        | ColumnType::Short
+        | ColumnType::Int24
+        | ColumnType::Long
+        | ColumnType::LongLong
+        | ColumnType::Float
+        | ColumnType::Double
+        | ColumnType::Decimal
+        | ColumnType::NewDecimal
+        | ColumnType::Bit => "0".to_owned(),
+        // Text, bytes, ENUM and SET, JSON, a NULL's column: empty.
+        _ => String::new(),
     }
 }
 
