@@ -265,10 +265,11 @@ fn define(
     let written = super::exec::statement_text(conn);
     if columns.is_empty() {
         let names: Vec<String> = m.iter().map(|c| c.name.to_string()).collect();
-        let (names, texts) = column_names(first_select(&mut query.body), names)?;
+        let items = first_select(&mut query.body).and_then(|s| items_of(s, names.len()));
+        let names = column_names(items.as_deref(), names)?;
         super::exec::alias_written_names(&mut query, &written);
-        if let Some(s) = first_select(&mut query.body) {
-            name_items(s, &names, &texts);
+        if let (Some(s), Some(items)) = (first_select(&mut query.body), &items) {
+            name_items(s, &names, items);
         }
     } else {
         unique_names(columns.iter().map(String::as_str))?;
@@ -324,58 +325,60 @@ fn first_select(set: &mut ast::SetExpr) -> Option<&mut ast::Select> {
     }
 }
 
-/// A view's column names from its query's (`names`), as MariaDB makes
-/// them when the view has no list: an item named by its text (neither a
-/// column nor an alias) whose name is no valid column name (longer than
-/// 64 characters, empty, or ending in a space) is `Name_exp_<position>`,
-/// and one whose name an earlier column has (or that has an earlier
-/// such item's name) is renamed `My_exp_<name>`, `My_exp_1_<name>`, ….
-/// Two columns or aliases of one name are 1060. Also says, per item of
-/// `s`'s select list, whether it is named by its text (None where the
-/// list cannot be matched to the columns: `*` twice).
-fn column_names(
-    s: Option<&mut ast::Select>,
-    mut names: Vec<String>,
-) -> SqlResult<(Vec<String>, Option<Vec<bool>>)> {
-    // Per column: whether it is named by its text.
-    let texts: Option<Vec<bool>> = s.and_then(|s| {
-        let wildcards = s
-            .projection
-            .iter()
-            .filter(|i| {
-                matches!(
-                    i,
-                    ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
-                )
-            })
-            .count();
-        let star = (names.len() + wildcards).checked_sub(s.projection.len())?;
-        if wildcards > 1 {
-            return None;
-        }
-        let mut texts = Vec::with_capacity(names.len());
-        for item in &s.projection {
-            match item {
-                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
-                    texts.extend(std::iter::repeat_n(false, star));
-                }
-                ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(i)) => {
-                    texts.push(i.value.starts_with('@'));
-                }
-                ast::SelectItem::UnnamedExpr(ast::Expr::CompoundIdentifier(p)) => {
-                    texts.push(p.first().is_some_and(|p| p.value.starts_with('@')));
-                }
-                ast::SelectItem::UnnamedExpr(_) => texts.push(true),
-                ast::SelectItem::ExprWithAlias { .. } => texts.push(false),
-                _ => return None,
-            }
-        }
-        (texts.len() == names.len()).then_some(texts)
-    });
-    let Some(text) = &texts else {
-        unique_names(names.iter().map(String::as_str))?;
-        return Ok((names, None));
+/// Per item of a view's first SELECT: the column it gives (the first of
+/// a `*`'s) and whether it is named by its text (neither a column nor an
+/// alias). None where the items cannot be matched to the `columns`
+/// columns (`*` twice).
+fn items_of(s: &ast::Select, columns: usize) -> Option<Vec<(usize, bool)>> {
+    let star = |i: &ast::SelectItem| {
+        matches!(
+            i,
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+        )
     };
+    let stars = s.projection.iter().filter(|i| star(i)).count();
+    if stars > 1 {
+        return None;
+    }
+    // The columns one `*` gives.
+    let starred = (columns + stars).checked_sub(s.projection.len())?;
+    let mut column = 0;
+    let mut items = Vec::with_capacity(s.projection.len());
+    for item in &s.projection {
+        let (width, text) = match item {
+            i if star(i) => (starred, false),
+            ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(i)) => (1, i.value.starts_with('@')),
+            ast::SelectItem::UnnamedExpr(ast::Expr::CompoundIdentifier(p)) => {
+                (1, p.first().is_some_and(|p| p.value.starts_with('@')))
+            }
+            ast::SelectItem::UnnamedExpr(_) => (1, true),
+            ast::SelectItem::ExprWithAlias { .. } => (1, false),
+            _ => return None,
+        };
+        items.push((column, text));
+        column += width;
+    }
+    (column == columns).then_some(items)
+}
+
+/// A view's column names from its query's (`names`), as MariaDB makes
+/// them when the view has no list (`items`: [`items_of`] its first
+/// SELECT; None: the names as they are): an item named by its text
+/// whose name is no valid column name (longer than 64 characters, empty,
+/// or ending in a space) is `Name_exp_<position>`, and one whose name an
+/// earlier column has (or that has an earlier such item's name) is
+/// renamed `My_exp_<name>`, `My_exp_1_<name>`, …. Two columns or aliases
+/// of one name are 1060.
+fn column_names(items: Option<&[(usize, bool)]>, mut names: Vec<String>) -> SqlResult<Vec<String>> {
+    let Some(items) = items else {
+        unique_names(names.iter().map(String::as_str))?;
+        return Ok(names);
+    };
+    // Per column: whether it is named by its text.
+    let mut text = vec![false; names.len()];
+    for &(column, named) in items {
+        text[column] |= named;
+    }
     for (at, name) in names.iter_mut().enumerate() {
         let bad =
             name.is_empty() || name.ends_with(' ') || name.chars().count() > COLUMN_NAME_CHARS_MAX;
@@ -400,7 +403,7 @@ fn column_names(
             }
         }
     }
-    Ok((names, texts))
+    Ok(names)
 }
 
 /// MariaDB's name for the column `at` named by its text that another
@@ -426,27 +429,20 @@ fn unique_expression_name(names: &[String], at: usize) -> String {
         .expect("some attempt is free: there are fewer names than attempts")
 }
 
-/// Gives the first SELECT's items named by their text (`texts`, per
-/// column) the view's column names as aliases.
-fn name_items(s: &mut ast::Select, names: &[String], texts: &Option<Vec<bool>>) {
-    let Some(texts) = texts else {
-        return;
-    };
-    let mut column = 0;
-    let star = names.len() + 1 - s.projection.len();
-    for item in &mut s.projection {
-        match item {
-            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => column += star,
-            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
-                if texts[column] {
-                    *item = ast::SelectItem::ExprWithAlias {
-                        expr: e.clone(),
-                        alias: ast::Ident::with_quote('`', names[column].as_str()),
-                    };
-                }
-                column += 1;
-            }
-            _ => column += 1,
+/// Gives the first SELECT's items named by their text (`items`, as
+/// [`items_of`] found them before they were given their written names)
+/// the view's column names as aliases.
+fn name_items(s: &mut ast::Select, names: &[String], items: &[(usize, bool)]) {
+    for (item, &(column, text)) in s.projection.iter_mut().zip(items) {
+        if let (
+            true,
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. },
+        ) = (text, &*item)
+        {
+            *item = ast::SelectItem::ExprWithAlias {
+                expr: e.clone(),
+                alias: ast::Ident::with_quote('`', names[column].as_str()),
+            };
         }
     }
 }

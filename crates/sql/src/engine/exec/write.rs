@@ -29,18 +29,16 @@ pub fn run(
     // MariaDB's RETURNING would answer with rows: refused rather than
     // run and answered with an OK alone.
     let returning = match statement {
-        Statement::Insert(ins) => ins.returning.is_some(),
-        Statement::Update(up) => up.returning.is_some(),
-        Statement::Delete(del) => del.returning.is_some(),
-        _ => false,
+        Statement::Insert(ins) if ins.returning.is_some() => Some(if ins.replace_into {
+            "REPLACE"
+        } else {
+            "INSERT"
+        }),
+        Statement::Update(up) if up.returning.is_some() => Some("UPDATE"),
+        Statement::Delete(del) if del.returning.is_some() => Some("DELETE"),
+        _ => None,
     };
-    if returning {
-        let verb = match statement {
-            Statement::Insert(ins) if ins.replace_into => "REPLACE",
-            Statement::Insert(_) => "INSERT",
-            Statement::Update(_) => "UPDATE",
-            _ => "DELETE",
-        };
+    if let Some(verb) = returning {
         return Err(SqlError::unsupported(format_args!("{verb} … RETURNING")));
     }
     // `LAST_INSERT_ID(expr)` of this statement, not an earlier one's.
@@ -1504,7 +1502,7 @@ fn upsert_rows(
         if let Some((_, pk)) = holder {
             duplicates += 1;
             let access = plan::Access::Keys(vec![pk]);
-            if let Some((row_changed, auto)) = upsert_update(
+            if let Some(auto) = upsert_update(
                 conn,
                 tx,
                 table,
@@ -1517,11 +1515,9 @@ fn upsert_rows(
                 ignore,
                 undo.as_deref_mut(),
             )? {
-                if row_changed {
-                    done[n] = RowDone::Updated(auto);
-                    affected += 2;
-                    changed += 1;
-                }
+                done[n] = RowDone::Updated(auto);
+                affected += 2;
+                changed += 1;
             }
             continue;
         }
@@ -1550,7 +1546,7 @@ fn upsert_rows(
         }
         duplicates += 1;
         let access = plan::Access::Keys(vec![primary_key_of(def, row)]);
-        if let Some((row_changed, auto)) = upsert_update(
+        if let Some(auto) = upsert_update(
             conn,
             tx,
             table,
@@ -1563,11 +1559,9 @@ fn upsert_rows(
             ignore,
             undo.as_deref_mut(),
         )? {
-            if row_changed {
-                done[n] = RowDone::Updated(auto);
-                affected += 2;
-                changed += 1;
-            }
+            done[n] = RowDone::Updated(auto);
+            affected += 2;
+            changed += 1;
         }
     }
     // MariaDB's "Duplicates": the rows updated, or under IGNORE the
@@ -1581,9 +1575,8 @@ fn upsert_rows(
 }
 
 /// The update half of ON DUPLICATE KEY UPDATE: the row `access` finds,
-/// with VALUES(col) reading `inserted`. Returns, when it found the row,
-/// whether it changed and the row's AUTO_INCREMENT value after (0 for
-/// none).
+/// with VALUES(col) reading `inserted`. Returns, when it changed the
+/// row, the row's AUTO_INCREMENT value after (0 for none).
 #[allow(clippy::too_many_arguments)]
 fn upsert_update(
     conn: &mut Conn<'_>,
@@ -1597,7 +1590,7 @@ fn upsert_update(
     n: usize,
     ignore: bool,
     undo: Option<&mut Vec<Undo>>,
-) -> SqlResult<Option<(bool, u64)>> {
+) -> SqlResult<Option<u64>> {
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
     // INSERT IGNORE's update converts as its insert does (a warning).
@@ -1632,6 +1625,9 @@ fn upsert_update(
         });
     }
     keep_warnings(conn, &mut ctx);
+    if !changed {
+        return Ok(None);
+    }
     let auto = table
         .columns
         .iter()
@@ -1645,7 +1641,7 @@ fn upsert_update(
                 None => auto_value(&old[c]),
             }
         });
-    Ok(Some((changed, auto)))
+    Ok(Some(auto))
 }
 
 /// How a statement inside a transaction takes back a row it wrote when a
