@@ -1055,9 +1055,33 @@ fn drop_tables(
     temporary: bool,
 ) -> SqlResult<Answered> {
     let mut missing = Vec::new();
+    let mut dropped: Vec<(String, String)> = Vec::with_capacity(names.len());
     for name in names {
         let (db, table) = object_name(name)?;
-        let db = database_of(conn, db)?;
+        dropped.push((database_of(conn, db)?, table));
+    }
+    if conn.session.foreign_key_checks() && !temporary {
+        // A parent goes only with every table that references it.
+        for (db, table) in &dropped {
+            let Ok(info) = catalog::table(conn, Some(db), table) else {
+                continue;
+            };
+            if info.is_temporary() || info.sql.referenced_by.is_empty() {
+                continue;
+            }
+            let children = super::foreign::children_of(conn, &info)?;
+            if children
+                .iter()
+                .any(|(c, _)| !dropped.iter().any(|(d, t)| *d == c.db && *t == c.name))
+            {
+                return Err(SqlError::new(
+                    codes::ROW_IS_REFERENCED_2,
+                    "Cannot delete or update a parent row: a foreign key constraint fails",
+                ));
+            }
+        }
+    }
+    for (db, table) in dropped {
         if catalog::is_virtual_db(&db) {
             return Err(access_denied(&db));
         }
@@ -1086,6 +1110,24 @@ fn drop_tables(
 fn truncate_table(conn: &mut Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<()> {
     let info = catalog::table(conn, db, name)?;
     check_not_system(&info.db, &info.name)?;
+    if conn.session.foreign_key_checks() && !info.sql.referenced_by.is_empty() {
+        let children = super::foreign::children_of(conn, &info)?;
+        if let Some((child, fk)) = children
+            .iter()
+            .find(|(c, _)| !(c.db == info.db && c.name == info.name))
+        {
+            return Err(SqlError::new(
+                codes::TRUNCATE_ILLEGAL_FK,
+                format!(
+                    "Cannot truncate a table referenced in a foreign key constraint \
+                     (`{}`.`{}`, {})",
+                    child.db,
+                    child.name,
+                    super::foreign::describe(&child.db, fk, true)
+                ),
+            ));
+        }
+    }
     // The cluster table's own name: a temporary table's is hidden.
     let cluster = info.native.def().name.clone();
     let mut def = info.native.def().clone();
@@ -1201,6 +1243,14 @@ pub(super) fn create_table(
         for index in &mut def.indexes {
             index.id = 0;
         }
+        // As InnoDB's, LIKE copies no FOREIGN KEY (nor the parent's list
+        // of its children).
+        if !source.sql.foreign_keys.is_empty() || !source.sql.referenced_by.is_empty() {
+            let mut sql = source.sql.clone();
+            sql.foreign_keys.clear();
+            sql.referenced_by.clear();
+            def.sql_meta = sql.encode();
+        }
         def
     } else {
         table_def(
@@ -1218,7 +1268,19 @@ pub(super) fn create_table(
         let node = u32::from(conn.engine.cluster.node_id().get());
         def.name = conn.temporary.new_cluster_name(&db, node, conn.info.id);
     }
+    let fks = if create.temporary {
+        Vec::new()
+    } else {
+        meta::TableMeta::decode(&def.sql_meta)
+            .map(|m| m.foreign_keys)
+            .unwrap_or_default()
+    };
+    super::foreign::note_children(conn, (&db, &name), &fks)?;
     match conn.native.create_table(&def) {
+        Ok(_) if !create.temporary => {
+            super::foreign::adopt_children(conn, (&db, &name))?;
+            ok()
+        }
         Ok(_) if create.temporary => {
             conn.temporary.add(catalog::Temporary {
                 db: db.clone(),
@@ -1477,6 +1539,7 @@ fn table_def(
     // The table's CHECKs as declared (None: unnamed), named once all are
     // known: MariaDB's generated names skip the declared ones.
     let mut table_checks: Vec<(Option<String>, String)> = Vec::new();
+    let mut foreign_keys: Vec<super::foreign::Declared> = Vec::new();
     for constraint in &create.constraints {
         match constraint {
             TableConstraint::PrimaryKey(pk) => {
@@ -1512,8 +1575,16 @@ fn table_def(
                     .collect::<SqlResult<_>>()?;
                 keys.push((i.name.as_ref().map(|n| n.value.clone()), positions, false));
             }
-            TableConstraint::ForeignKey(_) => {
-                return Err(SqlError::unsupported("FOREIGN KEY constraints"))
+            TableConstraint::ForeignKey(fk) => {
+                if create.temporary {
+                    return Err(super::foreign::malformed(
+                        conn,
+                        db,
+                        name,
+                        "a temporary table takes no FOREIGN KEY",
+                    ));
+                }
+                foreign_keys.push(super::foreign::declared(fk, db)?);
             }
             TableConstraint::Check(c) if c.enforced == Some(false) => {}
             TableConstraint::Check(c) => {
@@ -1540,6 +1611,43 @@ fn table_def(
             }
         }
     }
+    // A FOREIGN KEY's columns lead an index (InnoDB makes one when no
+    // key does), and are checked against the parent.
+    let named = |cols: &[usize]| -> Vec<String> {
+        cols.iter().map(|&c| specs[c].column.name.clone()).collect()
+    };
+    let mut key_names: Vec<Vec<String>> = primary.iter().map(|pk| named(pk)).collect();
+    key_names.extend(keys.iter().map(|(_, cols, _)| named(cols)));
+    for d in &foreign_keys {
+        if super::foreign::needs_index(d, &key_names) {
+            let positions = d
+                .columns
+                .iter()
+                .map(|c| position(&specs, c))
+                .collect::<SqlResult<Vec<_>>>()?;
+            let index = d.index_name.clone().or_else(|| d.name.clone());
+            key_names.push(named(&positions));
+            keys.push((index, positions, false));
+        }
+    }
+    let unique_names: Vec<Vec<String>> = primary
+        .iter()
+        .map(|pk| named(pk))
+        .chain(keys.iter().filter(|k| k.2).map(|(_, cols, _)| named(cols)))
+        .collect();
+    let foreign_keys = if foreign_keys.is_empty() {
+        Vec::new()
+    } else {
+        let columns: Vec<super::foreign::ChildColumn<'_>> = specs
+            .iter()
+            .map(|s| super::foreign::ChildColumn {
+                name: &s.column.name,
+                ty: &s.meta.ty,
+                nullable: s.column.nullable,
+            })
+            .collect();
+        super::foreign::resolve(conn, (db, name), &columns, &unique_names, &[], foreign_keys)?
+    };
     // AUTO_INCREMENT: one column, and a key's first column.
     let autos: Vec<usize> = (0..specs.len())
         .filter(|&c| specs[c].meta.auto_increment)
@@ -1663,6 +1771,8 @@ fn table_def(
         columns: specs.into_iter().map(|s| s.meta).collect(),
         copy: None,
         checks,
+        foreign_keys,
+        referenced_by: Vec::new(),
     };
     def = def.sql_meta(table_meta.encode());
     // Validate here for MySQL's errors; the dictionary checks again.
@@ -4126,8 +4236,39 @@ fn alter_table(
     // CHECKs added, named after the other changes (MariaDB's generated
     // names skip every name the table keeps).
     let mut added_checks: Vec<(Option<String>, String)> = Vec::new();
+    let mut added_fks: Vec<super::foreign::Declared> = Vec::new();
     for op in operations {
         match op {
+            AlterTableOperation::AddConstraint {
+                constraint: TableConstraint::ForeignKey(fk),
+                ..
+            } => {
+                if info.is_temporary() {
+                    return Err(super::foreign::malformed(
+                        conn,
+                        &info.db,
+                        &info.name,
+                        "a temporary table takes no FOREIGN KEY",
+                    ));
+                }
+                added_fks.push(super::foreign::declared(fk, &info.db)?);
+            }
+            AlterTableOperation::DropForeignKey { name, .. } => {
+                let before = change.sql.foreign_keys.len();
+                change
+                    .sql
+                    .foreign_keys
+                    .retain(|f| !f.name.eq_ignore_ascii_case(&name.value));
+                if change.sql.foreign_keys.len() == before {
+                    return Err(SqlError::new(
+                        codes::CANT_DROP_FIELD_OR_KEY,
+                        format!(
+                            "Can't DROP FOREIGN KEY `{}`; check that it exists",
+                            name.value
+                        ),
+                    ));
+                }
+            }
             AlterTableOperation::AddColumn {
                 column_def,
                 column_position,
@@ -4257,6 +4398,7 @@ fn alter_table(
     if !added_checks.is_empty() {
         change.add_checks(added_checks)?;
     }
+    alter_foreign_keys(conn, &mut change, added_fks)?;
     let rows = change.apply(conn)?;
     // A rename alone says nothing more, as in MariaDB.
     if operations
@@ -4266,6 +4408,99 @@ fn alter_table(
         return ok();
     }
     altered(conn, rows)
+}
+
+/// ALTER TABLE's FOREIGN KEYs: those added get an index when none leads
+/// with their columns, are checked against their parents (and, with
+/// `foreign_key_checks=1`, the table's rows against them), and their
+/// parents note the table; a column a FOREIGN KEY names may not go.
+fn alter_foreign_keys(
+    conn: &mut Conn<'_>,
+    change: &mut Change,
+    added: Vec<super::foreign::Declared>,
+) -> SqlResult<()> {
+    if added.is_empty() && change.sql.foreign_keys.is_empty() {
+        return Ok(());
+    }
+    let (db, table) = (change.info.db.clone(), change.info.name.clone());
+    // Keys and the SQL metadata name columns by slot; `def.columns` is
+    // in column order (`Change::slots` maps one onto the other).
+    let slots = change.slots.clone();
+    let name_of = |def: &TableDef, slot: usize| {
+        slots
+            .iter()
+            .position(|&s| s == slot)
+            .map(|at| def.columns[at].name.clone())
+            .unwrap_or_default()
+    };
+    let keys = |def: &TableDef, unique_only: bool| -> Vec<Vec<String>> {
+        let mut out: Vec<Vec<String>> = Vec::new();
+        if !def.has_hidden_primary_key() {
+            out.push(def.primary_key.iter().map(|&c| name_of(def, c)).collect());
+        }
+        for index in &def.indexes {
+            let unique = index.kind == IndexKind::Unique;
+            if index.name == PRIMARY || (unique_only && !unique) {
+                continue;
+            }
+            out.push(index.columns.iter().map(|&c| name_of(def, c)).collect());
+        }
+        out
+    };
+    for d in &added {
+        if super::foreign::needs_index(d, &keys(&change.def, false)) {
+            let index = d.index_name.clone().or_else(|| d.name.clone());
+            change.add_index(index, d.columns.clone(), false)?;
+        }
+    }
+    let columns_now: Vec<(String, SqlType, bool)> = change
+        .sql
+        .columns
+        .iter()
+        .filter_map(|m| {
+            let at = slots.iter().position(|&s| s == usize::from(m.native))?;
+            let column = &change.def.columns[at];
+            Some((column.name.clone(), m.ty.clone(), column.nullable))
+        })
+        .collect();
+    // A FOREIGN KEY's column renamed or dropped: MariaDB's 1828.
+    for fk in &change.sql.foreign_keys {
+        if let Some(c) = fk
+            .columns
+            .iter()
+            .find(|c| !columns_now.iter().any(|(n, ..)| n.eq_ignore_ascii_case(c)))
+        {
+            return Err(SqlError::new(
+                1828,
+                format!(
+                    "Cannot drop column '{c}': needed in a foreign key constraint '{}'",
+                    fk.name
+                ),
+            ));
+        }
+    }
+    if added.is_empty() {
+        return Ok(());
+    }
+    let columns: Vec<super::foreign::ChildColumn<'_>> = columns_now
+        .iter()
+        .map(|(name, ty, nullable)| super::foreign::ChildColumn {
+            name,
+            ty,
+            nullable: *nullable,
+        })
+        .collect();
+    let unique = keys(&change.def, true);
+    let existing = change.sql.foreign_keys.clone();
+    let fks = super::foreign::resolve(conn, (&db, &table), &columns, &unique, &existing, added)?;
+    if conn.session.foreign_key_checks() {
+        let mut probe = (*change.info).clone();
+        probe.sql.foreign_keys = fks.clone();
+        super::exec::foreign::check_existing(conn, probe)?;
+    }
+    super::foreign::note_children(conn, (&db, &table), &fks)?;
+    change.sql.foreign_keys.extend(fks);
+    Ok(())
 }
 
 #[cfg(test)]

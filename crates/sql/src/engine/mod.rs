@@ -23,6 +23,7 @@ pub mod ddl;
 pub mod dialect;
 pub mod exec;
 pub mod expr;
+pub(crate) mod foreign;
 pub(crate) mod group_order;
 pub mod plan;
 pub mod prepared;

@@ -345,10 +345,13 @@ pub struct Hot {
     /// `max_error_count`: the warnings a statement keeps for SHOW WARNINGS
     /// (MariaDB's default 64; more are counted, not listed).
     pub max_error_count: usize,
+    /// `foreign_key_checks`.
+    pub foreign_key_checks: bool,
 }
 
 /// The variables [`Hot`] decodes: setting any other leaves it as it is.
-const HOT_VARIABLES: [&str; 9] = [
+const HOT_VARIABLES: [&str; 10] = [
+    "foreign_key_checks",
     "max_error_count",
     "character_set_client",
     "character_set_results",
@@ -439,6 +442,7 @@ impl Variables {
             join_pushdown: self.flag("ndb_join_pushdown"),
             transaction_allow_batching: self.flag("transaction_allow_batching"),
             sql_notes: self.flag("sql_notes"),
+            foreign_key_checks: self.flag("foreign_key_checks"),
             strict: self.get("sql_mode").is_some_and(|m| {
                 m.split(',')
                     .any(|f| f == "STRICT_TRANS_TABLES" || f == "STRICT_ALL_TABLES")
@@ -818,6 +822,11 @@ impl SessionState {
     /// STRICT_ALL_TABLES), rather than warnings.
     pub fn sql_mode_strict(&self) -> bool {
         self.vars.hot().strict
+    }
+
+    /// `foreign_key_checks`: FOREIGN KEYs are checked and acted on.
+    pub fn foreign_key_checks(&self) -> bool {
+        self.vars.hot().foreign_key_checks
     }
 
     /// `status::AUTOCOMMIT` when on.

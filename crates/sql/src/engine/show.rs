@@ -34,10 +34,12 @@ pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "GLOBAL_STATUS",
     "KEY_COLUMN_USAGE",
     "PROCESSLIST",
+    "REFERENTIAL_CONSTRAINTS",
     "SCHEMATA",
     "SESSION_STATUS",
     "STATISTICS",
     "TABLES",
+    "TABLE_CONSTRAINTS",
     "TRIGGERS",
     "VIEWS",
 ];
@@ -796,6 +798,8 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
         "STATISTICS" => statistics_columns(),
         "KEY_COLUMN_USAGE" => key_column_usage_columns(),
         "CHECK_CONSTRAINTS" => check_constraints_columns(),
+        "REFERENTIAL_CONSTRAINTS" => referential_constraints_columns(),
+        "TABLE_CONSTRAINTS" => table_constraints_columns(),
         "PROCESSLIST" => super::session::processlist_columns(true, true),
         "GLOBAL_STATUS" | "SESSION_STATUS" => status_columns(),
         _ => return None,
@@ -941,6 +945,12 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
         } else {
             lines.push(format!("  KEY {} ({columns})", quote_ident(&name)));
         }
+    }
+    for fk in &info.sql.foreign_keys {
+        lines.push(format!(
+            "  {}",
+            super::foreign::describe(&info.db, fk, false)
+        ));
     }
     for check in info.sql.checks.iter().filter(|k| k.column.is_none()) {
         lines.push(format!(
@@ -1299,6 +1309,8 @@ pub fn information_schema_rows(
         "STATISTICS" => statistics(conn)?,
         "KEY_COLUMN_USAGE" => key_column_usage(conn)?,
         "CHECK_CONSTRAINTS" => check_constraints(conn)?,
+        "REFERENTIAL_CONSTRAINTS" => referential_constraints(conn)?,
+        "TABLE_CONSTRAINTS" => table_constraints(conn)?,
         // This SQL node's connections only (as SHOW PROCESSLIST).
         "PROCESSLIST" => super::session::processlist(conn, true, true),
         "GLOBAL_STATUS" | "SESSION_STATUS" => {
@@ -1794,6 +1806,122 @@ fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
                 SqlValue::Null,
                 SqlValue::Null,
             ]);
+        }
+        for fk in &info.sql.foreign_keys {
+            for (k, (column, parent)) in fk.columns.iter().zip(&fk.parent_columns).enumerate() {
+                rows.push(vec![
+                    text(CATALOG),
+                    text(info.db.clone()),
+                    text(fk.name.clone()),
+                    text(CATALOG),
+                    text(info.db.clone()),
+                    text(info.name.clone()),
+                    text(column.clone()),
+                    SqlValue::UInt(k as u64 + 1),
+                    SqlValue::UInt(k as u64 + 1),
+                    text(fk.parent_db.clone()),
+                    text(fk.parent_table.clone()),
+                    text(parent.clone()),
+                ]);
+            }
+        }
+    }
+    Ok((columns, rows))
+}
+
+/// `information_schema.REFERENTIAL_CONSTRAINTS`'s columns (MariaDB's).
+fn referential_constraints_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("CONSTRAINT_CATALOG", 512),
+        text_col("CONSTRAINT_SCHEMA", 64),
+        text_col("CONSTRAINT_NAME", 64),
+        text_col("UNIQUE_CONSTRAINT_CATALOG", 512),
+        text_col("UNIQUE_CONSTRAINT_SCHEMA", 64),
+        text_col("UNIQUE_CONSTRAINT_NAME", 64),
+        text_col("MATCH_OPTION", 64),
+        text_col("UPDATE_RULE", 64),
+        text_col("DELETE_RULE", 64),
+        text_col("TABLE_NAME", 64),
+        text_col("REFERENCED_TABLE_NAME", 64),
+    ]
+}
+
+/// One row per FOREIGN KEY; the parent's key is named when the parent
+/// exists (NULL otherwise, as MariaDB's).
+fn referential_constraints(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = referential_constraints_columns();
+    let mut rows = Vec::new();
+    for info in all_tables(conn)? {
+        for fk in &info.sql.foreign_keys {
+            let key = catalog::table(conn, Some(&fk.parent_db), &fk.parent_table)
+                .ok()
+                .and_then(|p| {
+                    let at = super::foreign::parent_columns(&p, &fk.parent_columns)?;
+                    super::foreign::parent_key(&p, &at).map(|k| k.name.clone())
+                });
+            let rule = |a: Option<catalog::meta::FkAction>| {
+                text(a.unwrap_or(catalog::meta::FkAction::Restrict).sql())
+            };
+            rows.push(vec![
+                text(CATALOG),
+                text(info.db.clone()),
+                text(fk.name.clone()),
+                text(CATALOG),
+                text(fk.parent_db.clone()),
+                key.map_or(SqlValue::Null, text),
+                text("NONE"),
+                rule(fk.on_update),
+                rule(fk.on_delete),
+                text(info.name.clone()),
+                text(fk.parent_table.clone()),
+            ]);
+        }
+    }
+    Ok((columns, rows))
+}
+
+/// `information_schema.TABLE_CONSTRAINTS`'s columns (MariaDB's).
+fn table_constraints_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("CONSTRAINT_CATALOG", 512),
+        text_col("CONSTRAINT_SCHEMA", 64),
+        text_col("CONSTRAINT_NAME", 64),
+        text_col("TABLE_SCHEMA", 64),
+        text_col("TABLE_NAME", 64),
+        text_col("CONSTRAINT_TYPE", 64),
+    ]
+}
+
+/// The PRIMARY KEY, UNIQUE keys, FOREIGN KEYs and CHECKs of each table.
+fn table_constraints(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = table_constraints_columns();
+    let mut rows = Vec::new();
+    for info in all_tables(conn)? {
+        let mut row = |name: &str, kind: &str| {
+            rows.push(vec![
+                text(CATALOG),
+                text(info.db.clone()),
+                text(name.to_owned()),
+                text(info.db.clone()),
+                text(info.name.clone()),
+                text(kind.to_owned()),
+            ])
+        };
+        for (name, non_unique, seq, ..) in index_rows(&info) {
+            if seq == 1 && !non_unique {
+                let kind = if name == PRIMARY {
+                    "PRIMARY KEY"
+                } else {
+                    "UNIQUE"
+                };
+                row(&name, kind);
+            }
+        }
+        for fk in &info.sql.foreign_keys {
+            row(&fk.name, "FOREIGN KEY");
+        }
+        for check in &info.sql.checks {
+            row(&check.name, "CHECK");
         }
     }
     Ok((columns, rows))

@@ -35,7 +35,20 @@
 //! would show without its (M,D) and store unrounded. Version 5 is version
 //! 4's with the tag 25 allowed; it is written only for a table with an
 //! UNSIGNED FLOAT, DOUBLE or DECIMAL column, which an older build would
-//! let take a negative value.
+//! let take a negative value. Version 6 is version 5's followed by the
+//! table's FOREIGN KEYs and the tables that reference it; it is written
+//! only for a table with either, which an older build would write to
+//! without the checks:
+//!
+//! ```text
+//! [foreign keys]  u16 count, then per FOREIGN KEY: str name, u8 column
+//!                 count n, n × str column, str parent database, str
+//!                 parent table, n × str parent column, u8 ON DELETE,
+//!                 u8 ON UPDATE (0 RESTRICT, 1 CASCADE, 2 SET NULL,
+//!                 3 NO ACTION)
+//! [referenced by] u16 count, then per table that may reference this
+//!                 one: str database, str table
+//! ```
 //!
 //! Type tags: 1 TINYINT … 5 BIGINT (`u8` unsigned), 6 FLOAT, 7 DOUBLE,
 //! 8 DECIMAL (`u8` precision, `u8` scale), 9 CHAR and 10 VARCHAR (`u16`
@@ -56,7 +69,10 @@ use schema::Collation;
 use super::{BlobSize, FixedDigits, SqlType};
 
 /// The newest format version [`TableMeta::encode`] writes and reads.
-pub const SQL_META_FORMAT_VERSION: u8 = 5;
+pub const SQL_META_FORMAT_VERSION: u8 = 6;
+/// The version a table without FOREIGN KEYs or tables referencing it, but
+/// with an UNSIGNED FLOAT, DOUBLE or DECIMAL, is written with.
+const SQL_META_FORMAT_VERSION_UNSIGNED: u8 = 5;
 /// The version a table with a FLOAT(M,D) or DOUBLE(M,D) and no UNSIGNED
 /// FLOAT, DOUBLE or DECIMAL is written with.
 const SQL_META_FORMAT_VERSION_FIXED: u8 = 4;
@@ -103,6 +119,77 @@ pub struct TableMeta {
     /// CHECK constraints, column ones first (in column order), then the
     /// table's, as MariaDB tests them.
     pub checks: Vec<CheckMeta>,
+    /// FOREIGN KEY constraints of this table (the child), as declared.
+    pub foreign_keys: Vec<ForeignKeyMeta>,
+    /// Tables (database, name) whose FOREIGN KEYs may name this one as
+    /// their parent: where a write of this table looks for its children.
+    /// A name may be stale (the table dropped, or its key dropped): the
+    /// child's own FOREIGN KEYs are what counts, this list only says
+    /// where to look. Kept sorted, each once.
+    pub referenced_by: Vec<(String, String)>,
+}
+
+/// What a FOREIGN KEY does to the child rows of a parent row deleted or
+/// whose referenced columns change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FkAction {
+    /// Refuse the parent's change (1451); also the default.
+    Restrict,
+    /// Delete the child rows, or give them the parent's new values.
+    Cascade,
+    /// Set the child rows' columns to NULL.
+    SetNull,
+    /// As RESTRICT (checks are not deferred), shown as written.
+    NoAction,
+}
+
+impl FkAction {
+    fn code(self) -> u8 {
+        match self {
+            FkAction::Restrict => 0,
+            FkAction::Cascade => 1,
+            FkAction::SetNull => 2,
+            FkAction::NoAction => 3,
+        }
+    }
+
+    fn of_code(code: u8) -> Option<FkAction> {
+        Some(match code {
+            0 => FkAction::Restrict,
+            1 => FkAction::Cascade,
+            2 => FkAction::SetNull,
+            3 => FkAction::NoAction,
+            _ => return None,
+        })
+    }
+
+    /// As SQL writes it (`SET NULL`).
+    pub fn sql(self) -> &'static str {
+        match self {
+            FkAction::Restrict => "RESTRICT",
+            FkAction::Cascade => "CASCADE",
+            FkAction::SetNull => "SET NULL",
+            FkAction::NoAction => "NO ACTION",
+        }
+    }
+}
+
+/// A FOREIGN KEY constraint as declared on its child table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignKeyMeta {
+    /// The constraint's name (`t_ibfk_1` when none was given).
+    pub name: String,
+    /// The child's columns, in the key's order.
+    pub columns: Vec<String>,
+    /// The parent table's database and name (it may not exist: created
+    /// with `foreign_key_checks=0`).
+    pub parent_db: String,
+    pub parent_table: String,
+    /// The parent's columns, one per child column: its primary key or a
+    /// UNIQUE key (NDB's rule).
+    pub parent_columns: Vec<String>,
+    pub on_delete: Option<FkAction>,
+    pub on_update: Option<FkAction>,
 }
 
 /// A CHECK constraint as declared.
@@ -167,6 +254,8 @@ impl Default for TableMeta {
             columns: Vec::new(),
             copy: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
+            referenced_by: Vec::new(),
         }
     }
 }
@@ -309,8 +398,10 @@ impl TableMeta {
                     | SqlType::Decimal { unsigned: true, .. }
             )
         });
-        let version = if unsigned {
+        let version = if !self.foreign_keys.is_empty() || !self.referenced_by.is_empty() {
             SQL_META_FORMAT_VERSION
+        } else if unsigned {
+            SQL_META_FORMAT_VERSION_UNSIGNED
         } else if fixed {
             SQL_META_FORMAT_VERSION_FIXED
         } else if !self.checks.is_empty() {
@@ -373,6 +464,33 @@ impl TableMeta {
                 put_str(&mut out, &c.name);
                 put_str(&mut out, c.column.as_deref().unwrap_or(""));
                 put_str(&mut out, &c.expr);
+            }
+        }
+        if version >= SQL_META_FORMAT_VERSION {
+            let count = self.foreign_keys.len().min(usize::from(u16::MAX));
+            put_u16(&mut out, count as u16);
+            for fk in &self.foreign_keys[..count] {
+                put_str(&mut out, &fk.name);
+                // The DDL allows at most `FK_COLUMNS_MAX` (16) columns.
+                let n = fk.columns.len().min(fk.parent_columns.len()).min(255);
+                out.push(n as u8);
+                for c in &fk.columns[..n] {
+                    put_str(&mut out, c);
+                }
+                put_str(&mut out, &fk.parent_db);
+                put_str(&mut out, &fk.parent_table);
+                for c in &fk.parent_columns[..n] {
+                    put_str(&mut out, c);
+                }
+                // 255: not written (RESTRICT, shown without a clause).
+                out.push(fk.on_delete.map_or(255, FkAction::code));
+                out.push(fk.on_update.map_or(255, FkAction::code));
+            }
+            let count = self.referenced_by.len().min(usize::from(u16::MAX));
+            put_u16(&mut out, count as u16);
+            for (db, table) in &self.referenced_by[..count] {
+                put_str(&mut out, db);
+                put_str(&mut out, table);
             }
         }
         out
@@ -479,6 +597,55 @@ impl TableMeta {
                 });
             }
         }
+        let mut foreign_keys = Vec::new();
+        let mut referenced_by = Vec::new();
+        if version >= SQL_META_FORMAT_VERSION {
+            let count = usize::from(r.u16("foreign key count")?);
+            // Each takes at least 10 bytes.
+            if count * 10 > r.remaining() {
+                return Err("SQL metadata: foreign key count past the end".to_owned());
+            }
+            for _ in 0..count {
+                let name = r.str("foreign key name")?;
+                let n = usize::from(r.u8("foreign key column count")?);
+                let columns = (0..n)
+                    .map(|_| r.str("foreign key column"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let parent_db = r.str("foreign key parent database")?;
+                let parent_table = r.str("foreign key parent table")?;
+                let parent_columns = (0..n)
+                    .map(|_| r.str("foreign key parent column"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut action = |what: &str| -> Result<Option<FkAction>, String> {
+                    match r.u8(what)? {
+                        255 => Ok(None),
+                        code => FkAction::of_code(code)
+                            .map(Some)
+                            .ok_or_else(|| format!("SQL metadata: {what} {code}")),
+                    }
+                };
+                let on_delete = action("foreign key ON DELETE")?;
+                let on_update = action("foreign key ON UPDATE")?;
+                foreign_keys.push(ForeignKeyMeta {
+                    name,
+                    columns,
+                    parent_db,
+                    parent_table,
+                    parent_columns,
+                    on_delete,
+                    on_update,
+                });
+            }
+            let count = usize::from(r.u16("referenced-by count")?);
+            if count * 4 > r.remaining() {
+                return Err("SQL metadata: referenced-by count past the end".to_owned());
+            }
+            for _ in 0..count {
+                let db = r.str("referencing database")?;
+                let table = r.str("referencing table")?;
+                referenced_by.push((db, table));
+            }
+        }
         if r.remaining() != 0 {
             return Err(format!("SQL metadata: {} trailing bytes", r.remaining()));
         }
@@ -491,6 +658,8 @@ impl TableMeta {
             columns,
             copy,
             checks,
+            foreign_keys,
+            referenced_by,
         })
     }
 }
@@ -602,7 +771,7 @@ impl<'a> Reader<'a> {
             5 => SqlType::BigInt {
                 unsigned: self.bool("unsigned")?,
             },
-            UNSIGNED_TAG if self.version >= SQL_META_FORMAT_VERSION => {
+            UNSIGNED_TAG if self.version >= SQL_META_FORMAT_VERSION_UNSIGNED => {
                 // One level only: a run of tags is refused, not recursed.
                 if self.bytes.get(self.at) == Some(&UNSIGNED_TAG) {
                     return Err("SQL metadata: UNSIGNED twice".to_owned());
@@ -958,6 +1127,63 @@ mod tests {
             unsigned: false,
         };
         assert_eq!(meta.encode()[2], 4);
+    }
+
+    #[test]
+    fn foreign_keys_and_their_parents_round_trip_at_version_6() {
+        let mut meta = sample();
+        meta.foreign_keys = vec![
+            ForeignKeyMeta {
+                name: "fk1".to_owned(),
+                columns: vec!["a".to_owned(), "b".to_owned()],
+                parent_db: "shop".to_owned(),
+                parent_table: "orders".to_owned(),
+                parent_columns: vec!["id".to_owned(), "line".to_owned()],
+                on_delete: Some(FkAction::Cascade),
+                on_update: None,
+            },
+            ForeignKeyMeta {
+                name: "t_ibfk_2".to_owned(),
+                columns: vec!["c".to_owned()],
+                parent_db: "db".to_owned(),
+                parent_table: "t".to_owned(),
+                parent_columns: vec!["u".to_owned()],
+                on_delete: Some(FkAction::SetNull),
+                on_update: Some(FkAction::NoAction),
+            },
+        ];
+        let bytes = meta.encode();
+        assert_eq!(bytes[2], 6);
+        assert_eq!(TableMeta::decode(&bytes), Ok(meta.clone()));
+        for end in 0..bytes.len() {
+            assert!(TableMeta::decode(&bytes[..end]).is_err(), "cut at {end}");
+        }
+        // A parent only.
+        meta.foreign_keys.clear();
+        meta.referenced_by = vec![("db".to_owned(), "child".to_owned())];
+        let bytes = meta.encode();
+        assert_eq!(bytes[2], 6);
+        assert_eq!(TableMeta::decode(&bytes), Ok(meta.clone()));
+        // An unknown action is refused.
+        meta.referenced_by.clear();
+        meta.foreign_keys = vec![ForeignKeyMeta {
+            name: "f".to_owned(),
+            columns: vec!["c".to_owned()],
+            parent_db: "d".to_owned(),
+            parent_table: "p".to_owned(),
+            parent_columns: vec!["i".to_owned()],
+            on_delete: Some(FkAction::Restrict),
+            on_update: None,
+        }];
+        let mut bytes = meta.encode();
+        // ON DELETE, ON UPDATE, then the referenced-by count (u16).
+        let at = bytes.len() - 4;
+        assert_eq!(bytes[at..], [0, 255, 0, 0]);
+        bytes[at] = 9;
+        assert!(TableMeta::decode(&bytes).is_err());
+        // Neither: an older version.
+        meta.foreign_keys.clear();
+        assert!(meta.encode()[2] < 6);
     }
 
     #[test]

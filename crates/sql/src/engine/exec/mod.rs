@@ -4,6 +4,7 @@ pub mod convert;
 pub(crate) mod correlated;
 pub mod cte;
 pub(crate) mod derived;
+pub(crate) mod foreign;
 mod from;
 pub mod join;
 pub mod load;

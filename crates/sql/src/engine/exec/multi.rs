@@ -188,6 +188,34 @@ fn waited_for_copies(
     Ok(waited)
 }
 
+/// A multi-table UPDATE of a FOREIGN KEY's child or parent, or DELETE of
+/// a parent, is not supported yet (the single-table forms are): a clear
+/// error rather than a broken constraint. Nothing to refuse with
+/// `foreign_key_checks=0`.
+fn no_foreign_keys(
+    conn: &Conn<'_>,
+    spec: &JoinSpec,
+    targets: impl Iterator<Item = usize>,
+    deleting: bool,
+) -> SqlResult<()> {
+    if !conn.session.foreign_key_checks() {
+        return Ok(());
+    }
+    for at in targets {
+        let t = &spec.tables[at].table;
+        let child = !deleting && !t.sql.foreign_keys.is_empty();
+        if child || super::foreign::is_parent(t) {
+            return Err(SqlError::unsupported(format_args!(
+                "a multi-table {} of '{}', which has FOREIGN KEYs (write it as single-table \
+                 statements)",
+                if deleting { "DELETE" } else { "UPDATE" },
+                t.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A target table must be a table of the cluster with a primary key.
 fn writable(t: &JoinTable, statement: &str) -> SqlResult<()> {
     if t.rows.is_some() || t.semi.is_some() {
@@ -505,6 +533,7 @@ pub(super) fn update(
         }
     }
     targets.sort_by_key(|x| x.at);
+    no_foreign_keys(conn, &spec, targets.iter().map(|x| x.at), false)?;
     if waited_for_copies(conn, &spec, targets.iter().map(|x| x.at))? {
         return update(conn, up, params, placeholders);
     }
@@ -977,6 +1006,7 @@ pub(super) fn delete(
         false,
     )?;
     let targets = delete_targets(&spec, &named)?;
+    no_foreign_keys(conn, &spec, targets.iter().copied(), true)?;
     if waited_for_copies(conn, &spec, targets.iter().copied())? {
         return delete(conn, del, params, placeholders);
     }

@@ -476,6 +476,8 @@ pub(crate) fn write_rows(
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
     let checks = lower_checks(conn, table)?;
     let defaults = lower_defaults(conn, table)?;
+    let fk_checks = super::foreign::child_checks(conn, table)?;
+    foreign_upsert_supported(conn, table, replace, odku)?;
     // Columns in the order their values are made: those given in the
     // statement's order (the first that does not fit is the error, as
     // MariaDB stores them), then the others in column order; an
@@ -642,6 +644,39 @@ pub(crate) fn write_rows(
             .inspect_err(|_| warnings.rest(conn))?;
     }
     let tx = txn::take(conn).inspect_err(|_| warnings.rest(conn))?;
+    // FOREIGN KEYs: every row's parents, read before any row is written.
+    if !fk_checks.is_empty() {
+        let rows: Vec<(&[Val], Option<&[Val]>)> = native_rows
+            .iter()
+            .map(|(_, sql)| (sql.as_slice(), None))
+            .collect();
+        let failed = match super::foreign::missing_parents(&tx, table, &fk_checks, &rows, ctx) {
+            Ok(failed) => failed,
+            Err(e) => {
+                warnings.rest(conn);
+                return txn::finish(conn, tx, Err(e));
+            }
+        };
+        if !ignore {
+            // The first row's failure is the statement's.
+            if let Some(error) = failed.into_iter().flatten().next() {
+                warnings.rest(conn);
+                return txn::finish(conn, tx, Err(error));
+            }
+        } else {
+            for (n, error) in failed.into_iter().enumerate().rev() {
+                let Some(error) = error else { continue };
+                // INSERT IGNORE: the row is left out with the error as a
+                // warning, after the row's own.
+                native_rows.remove(n);
+                autos.remove(n);
+                let mut own = warnings.rows.remove(n);
+                own.push((error.code, error.message));
+                own.append(&mut warnings.rows[n]);
+                warnings.rows[n] = own;
+            }
+        }
+    }
     // A plain INSERT either commits with its last batch (autocommit: one
     // round trip for a single-row insert), or defers its writes
     // (`transaction_allow_batching`), or sends them now.
@@ -754,6 +789,60 @@ pub(crate) fn write_rows(
         first_auto,
         last_auto,
     })
+}
+
+/// REPLACE of a table other tables reference would delete the rows it
+/// replaces under their children, and an ON DUPLICATE KEY UPDATE that
+/// assigns a FOREIGN KEY's column (of either side) would change a key
+/// without its checks: neither is supported yet (a clear error rather
+/// than a broken constraint). Nothing to refuse with
+/// `foreign_key_checks=0`.
+fn foreign_upsert_supported(
+    conn: &Conn<'_>,
+    table: &TableInfo,
+    replace: bool,
+    odku: &[(usize, Expr)],
+) -> SqlResult<()> {
+    if !conn.session.foreign_key_checks() {
+        return Ok(());
+    }
+    let parent = super::foreign::is_parent(table);
+    if replace && parent {
+        return Err(SqlError::unsupported(format_args!(
+            "REPLACE into '{}', which FOREIGN KEYs reference (use INSERT … ON DUPLICATE KEY \
+             UPDATE, or DELETE and INSERT)",
+            table.name
+        )));
+    }
+    let named = |c: usize| {
+        let name = &table.columns[c].name;
+        table
+            .sql
+            .foreign_keys
+            .iter()
+            .any(|f| f.columns.iter().any(|x| x.eq_ignore_ascii_case(name)))
+            || (parent && key_column_referenced(table, name))
+    };
+    if let Some((c, _)) = odku.iter().find(|(c, _)| named(*c)) {
+        return Err(SqlError::unsupported(format_args!(
+            "ON DUPLICATE KEY UPDATE of '{}', a column of a FOREIGN KEY",
+            table.columns[*c].name
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a table that is a parent may have `column` referenced: one of
+/// its unique keys' columns (a FOREIGN KEY references only those).
+fn key_column_referenced(table: &TableInfo, column: &str) -> bool {
+    let Some(at) = table.column(column) else {
+        return false;
+    };
+    let native = table.columns[at].native;
+    table
+        .keys
+        .iter()
+        .any(|k| k.unique && k.columns.contains(&native))
 }
 
 /// Adds column `name` of `table` to an INSERT-like statement's targets
@@ -1696,6 +1785,22 @@ fn undo_statement(tx: &Transaction<'_>, table: &TableInfo, undo: &[Undo]) {
     }
 }
 
+/// The SQL row `old` after `changes` (native column, value).
+fn sql_row_after(
+    table: &TableInfo,
+    old: &[Val],
+    changes: &[(usize, Value)],
+    tz_secs: i64,
+) -> Vec<Val> {
+    let mut new = old.to_vec();
+    for (native, value) in changes {
+        if let Some(c) = table.sql_column(*native) {
+            new[c] = super::convert::from_native(value, &table.columns[c].ty, tz_secs);
+        }
+    }
+    new
+}
+
 /// The primary key of a row of key `key` after `changes`.
 fn key_after(table: &TableInfo, key: &[Value], changes: &[(usize, Value)]) -> Vec<Value> {
     let pk = &table.native.def().primary_key;
@@ -2488,7 +2593,7 @@ pub(super) fn has_unique(def: &schema::TableDef) -> bool {
 /// The evaluation context of an UPDATE or DELETE: KILL QUERY (`killed`)
 /// ends its loops, `strict` makes a warning its error, `ignore` (IGNORE)
 /// stores what does not fit as a non-strict mode would.
-pub(super) fn write_ctx<'a>(
+pub(crate) fn write_ctx<'a>(
     params: &'a [Val],
     env: &'a crate::engine::expr::Env,
     killed: &'a std::sync::atomic::AtomicBool,
@@ -3259,6 +3364,8 @@ fn update(
         Some(Expr::Lit(crate::engine::expr::Val::Int(0)))
     );
     let checks = lower_checks(conn, &table)?;
+    let fk_checks = super::foreign::child_checks(conn, &table)?;
+    let fk_actions = super::foreign::parent_actions(conn, &table)?;
     let info = Arc::clone(&conn.info);
     // UPDATE IGNORE (mended into the parser's `UPDATE OR IGNORE`): a value
     // that does not fit is stored as a non-strict sql_mode would, with a
@@ -3394,7 +3501,53 @@ fn update(
         // The row of each operation of the batch.
         let mut ops: Vec<usize> = Vec::new();
         let count = rows.len();
+        // FOREIGN KEYs: the children of changed parent keys, then the
+        // parents of changed child keys, before any row is written.
+        let mut skip = vec![false; count];
+        if !fk_checks.is_empty() || !fk_actions.is_empty() {
+            let news: Vec<Vec<Val>> = rows
+                .iter()
+                .map(|(old, _, changes)| sql_row_after(&table, old, changes, tz_secs))
+                .collect();
+            if !fk_actions.is_empty() {
+                let changed: Vec<super::foreign::ParentChange<'_>> = rows
+                    .iter()
+                    .zip(&news)
+                    .map(|((old, key, _), new)| {
+                        (old.as_slice(), key.as_slice(), Some(new.as_slice()))
+                    })
+                    .collect();
+                super::foreign::parent_changed(
+                    &*conn,
+                    &tx,
+                    &table,
+                    &fk_actions,
+                    &changed,
+                    &mut ctx,
+                    0,
+                )?;
+            }
+            let checked: Vec<(&[Val], Option<&[Val]>)> = rows
+                .iter()
+                .zip(&news)
+                .map(|((old, ..), new)| (new.as_slice(), Some(old.as_slice())))
+                .collect();
+            let failed =
+                super::foreign::missing_parents(&tx, &table, &fk_checks, &checked, &mut ctx)?;
+            for (n, error) in failed.into_iter().enumerate() {
+                let Some(error) = error else { continue };
+                if !ignore {
+                    return Err(error);
+                }
+                // UPDATE IGNORE: the row is left as it is, with a warning.
+                ctx.warn(error.code, error.message);
+                skip[n] = true;
+            }
+        }
         for (n, (old, key, changes)) in rows.iter().enumerate() {
+            if skip[n] {
+                continue;
+            }
             if ignore && !changes.is_empty() {
                 // A row at a time, so that each probe sees the rows
                 // updated before it; a row that would duplicate a key is
@@ -3477,6 +3630,7 @@ fn delete(
     let per_row = targets.has_sub();
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
+    let fk_actions = super::foreign::parent_actions(conn, &table)?;
     // DELETE IGNORE: the WHERE's errors are warnings.
     let ignore = crate::engine::session::delete_ignore(del);
     let strict = conn.session.sql_mode_strict() && !ignore;
@@ -3494,6 +3648,13 @@ fn delete(
         Err((e, None)) => return Err(e),
     };
     let result = (|| {
+        if !fk_actions.is_empty() {
+            let gone: Vec<super::foreign::ParentChange<'_>> = rows
+                .iter()
+                .map(|(row, key)| (row.as_slice(), key.as_slice(), None))
+                .collect();
+            super::foreign::parent_changed(&*conn, &tx, &table, &fk_actions, &gone, &mut ctx, 0)?;
+        }
         for (_, key) in &rows {
             tx.define(Op::delete(&table.native, key))
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;
