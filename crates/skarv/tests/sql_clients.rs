@@ -367,12 +367,66 @@ fn the_mysql_client_loads_files_with_load_data() {
         .expect("run mysqlimport (Debian: mariadb-client)");
     assert!(imported.status.success(), "{}", text(&imported));
     assert_eq!(summary("ld_tab"), expected);
+    // FOREIGN KEYs: mysqldump writes the child before its parent (name
+    // order) under FOREIGN_KEY_CHECKS=0; once restored, the parent finds
+    // its child (its CASCADE acts) and the child's check holds.
+    let made = mysql(
+        &sandbox,
+        &[
+            "-e",
+            "CREATE DATABASE fk; CREATE DATABASE fk_dump; USE fk; \
+             CREATE TABLE b_parent (id INT PRIMARY KEY, name VARCHAR(20)); \
+             CREATE TABLE a_child (id INT PRIMARY KEY, pid INT, CONSTRAINT a_fk \
+             FOREIGN KEY (pid) REFERENCES b_parent (id) ON DELETE CASCADE); \
+             INSERT INTO b_parent VALUES (1, 'x'), (2, 'y'); \
+             INSERT INTO a_child VALUES (10, 1), (11, 2);",
+        ],
+    );
+    assert!(made.status.success(), "{}", text(&made));
+    let dump = Command::new("mysqldump")
+        .args(connection)
+        .args(["--single-transaction", "fk"])
+        .output()
+        .expect("run mysqldump");
+    assert!(dump.status.success(), "{}", text(&dump));
+    let sql = String::from_utf8_lossy(&dump.stdout);
+    assert!(
+        sql.find("CREATE TABLE `a_child`") < sql.find("CREATE TABLE `b_parent`"),
+        "{sql}"
+    );
+    let restored = mysql_stdin(&sandbox, &["fk_dump"], &sql);
+    assert!(restored.status.success(), "{}", text(&restored));
+    let cascaded = mysql(
+        &sandbox,
+        &[
+            "fk_dump",
+            "-N",
+            "-e",
+            "DELETE FROM b_parent WHERE id = 1; SELECT id FROM a_child",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&cascaded.stdout),
+        "11\n",
+        "{}",
+        text(&cascaded)
+    );
+    let orphan = mysql(
+        &sandbox,
+        &["fk_dump", "-e", "INSERT INTO a_child VALUES (12, 9)"],
+    );
+    assert!(
+        String::from_utf8_lossy(&orphan.stderr).contains("ERROR 1452"),
+        "{}",
+        text(&orphan)
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let dropped = mysql(
         &sandbox,
         &[
             "-e",
-            "DROP DATABASE ld; DROP DATABASE ld_dump; DROP DATABASE ld_tab",
+            "DROP DATABASE ld; DROP DATABASE ld_dump; DROP DATABASE ld_tab; \
+             DROP DATABASE fk; DROP DATABASE fk_dump",
         ],
     );
     assert!(dropped.status.success(), "{}", text(&dropped));

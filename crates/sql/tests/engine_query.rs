@@ -214,7 +214,116 @@ fn sql_over_a_sandbox() {
     insert_ids_as_mysql(&mut conn);
     conditions_as_mariadb(&session, &mut conn);
     result_lengths_as_mariadb(&mut conn);
+    foreign_keys(&engine, &mut conn);
     temporary_tables(&engine, &session);
+}
+
+/// FOREIGN KEYs beyond what tests/sql/foreign_keys*.test compare with
+/// MariaDB: SHOW CREATE TABLE, NDB's rules, the locks that make the checks
+/// hold between connections (each its own native session, as two SQL
+/// nodes' would be), and a failed statement after a CASCADE.
+fn foreign_keys(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "CREATE TABLE fp (id INT PRIMARY KEY, u INT UNIQUE, v INT, KEY (v))",
+    );
+    ok(
+        conn,
+        "CREATE TABLE fc (id INT PRIMARY KEY, pid INT, \
+         CONSTRAINT fc_p FOREIGN KEY (pid) REFERENCES fp (id) ON UPDATE CASCADE)",
+    );
+    let shown = q(conn, "SHOW CREATE TABLE fc");
+    assert_eq!(
+        shown[0][1],
+        "CREATE TABLE `fc` (\n  `id` int(11) NOT NULL,\n  `pid` int(11) DEFAULT NULL,\n  \
+         PRIMARY KEY (`id`),\n  KEY `fc_p` (`pid`),\n  CONSTRAINT `fc_p` FOREIGN KEY (`pid`) \
+         REFERENCES `fp` (`id`) ON UPDATE CASCADE\n) ENGINE=ndbcluster DEFAULT \
+         CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
+    );
+    // NDB's rule: a parent row is found by its key, so the parent's
+    // columns are its primary key or a unique key; no SET DEFAULT.
+    let e = err(
+        conn,
+        "CREATE TABLE fx (id INT PRIMARY KEY, pv INT, FOREIGN KEY (pv) REFERENCES fp (v))",
+    );
+    assert_eq!(e.code, 1005, "{e}");
+    let why = q(conn, "SHOW WARNINGS");
+    assert!(why[0][2].contains("PRIMARY KEY or a UNIQUE key"), "{why:?}");
+    let e = err(
+        conn,
+        "CREATE TABLE fx (id INT PRIMARY KEY, pid INT, \
+         FOREIGN KEY (pid) REFERENCES fp (id) ON DELETE SET DEFAULT)",
+    );
+    assert_eq!(e.code, 1105, "{e}");
+
+    ok(conn, "INSERT INTO fp VALUES (1, 10, 100), (2, 20, 200)");
+    ok(conn, "INSERT INTO fc VALUES (1, 1), (2, 2)");
+    // A child's check holds a shared lock on its parent: another
+    // connection's delete of the parent waits for it (here past
+    // TransactionDeadlockDetectionTimeout: 1205), then finds the child.
+    let other_session = engine.cluster.session().expect("session");
+    let mut other = engine.open(&other_session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let root = sql::backend::Login {
+        user: "root",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: Some("db"),
+    };
+    other.logged_in(&root).expect("root@localhost logs in");
+    ok(&mut other, "INSERT INTO fp VALUES (3, 30, 300)");
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO fc VALUES (3, 3)");
+    assert_eq!(err(&mut other, "DELETE FROM fp WHERE id = 3").code, 1205);
+    ok(conn, "COMMIT");
+    assert_eq!(err(&mut other, "DELETE FROM fp WHERE id = 3").code, 1451);
+    // A parent's delete holds its row: a child's insert waits, then finds
+    // no parent.
+    ok(conn, "INSERT INTO fp VALUES (4, 40, 400)");
+    ok(&mut other, "BEGIN");
+    ok(&mut other, "DELETE FROM fp WHERE id = 4");
+    assert_eq!(err(conn, "INSERT INTO fc VALUES (4, 4)").code, 1205);
+    ok(&mut other, "COMMIT");
+    assert_eq!(err(conn, "INSERT INTO fc VALUES (4, 4)").code, 1452);
+
+    // A statement that fails after its CASCADE changed child rows cannot
+    // take them back alone: the whole transaction is rolled back.
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO fp VALUES (5, 50, 500)");
+    let e = err(
+        conn,
+        "INSERT INTO fp VALUES (1, 0, 0), (2, 0, 0) ON DUPLICATE KEY UPDATE \
+         id = id + 100, v = IF(id = 102, 99999999999, v)",
+    );
+    assert_eq!(e.code, 1264, "{e}");
+    ok(conn, "COMMIT");
+    assert_eq!(
+        q(conn, "SELECT id, pid FROM fc ORDER BY id"),
+        rows(&[&["1", "1"], &["2", "2"], &["3", "3"]])
+    );
+    assert!(
+        q(conn, "SELECT id FROM fp WHERE id = 5").is_empty(),
+        "rolled back"
+    );
+    // Outside a transaction the same statement leaves nothing either.
+    let e = err(
+        conn,
+        "INSERT INTO fp VALUES (1, 0, 0), (2, 0, 0) ON DUPLICATE KEY UPDATE \
+         id = id + 100, v = IF(id = 102, 99999999999, v)",
+    );
+    assert_eq!(e.code, 1264, "{e}");
+    assert_eq!(
+        q(conn, "SELECT id, pid FROM fc ORDER BY id"),
+        rows(&[&["1", "1"], &["2", "2"], &["3", "3"]])
+    );
+    // With the statement's success the children follow.
+    ok(
+        conn,
+        "INSERT INTO fp VALUES (1, 0, 0) ON DUPLICATE KEY UPDATE id = id + 100",
+    );
+    assert_eq!(
+        q(conn, "SELECT id, pid FROM fc ORDER BY id"),
+        rows(&[&["1", "101"], &["2", "2"], &["3", "3"]])
+    );
+    ok(conn, "DROP TABLE fc, fp");
 }
 
 /// A temporary table is a cluster table under a hidden name, seen by its

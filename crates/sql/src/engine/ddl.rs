@@ -829,6 +829,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
                     let (_, name) = object_name(name)?;
                     change.drop_index(&name)?;
                 }
+                alter_foreign_keys(conn, &mut change, Vec::new())?;
                 let rows = change.apply(conn)?;
                 altered(conn, rows)
             }
@@ -1043,6 +1044,9 @@ pub(super) fn drop_one(conn: &mut Conn<'_>, db: &str, name: &str) -> SqlResult<b
         Err(e) => return Err(catalog::native_error(&e)),
     }
     catalog::drop_sequence(conn, info.id())?;
+    if !info.sql.foreign_keys.is_empty() {
+        super::foreign::dropped(conn, &info);
+    }
     Ok(true)
 }
 
@@ -4142,6 +4146,9 @@ fn rename_tables(
                 change.def.replaces = ids[parked];
             }
             change.apply(conn)?;
+            if has_foreign_keys(&info) {
+                super::foreign::renamed(conn, (&info.db, &info.name), (&target.0, &target.1))?;
+            }
             Ok((
                 (info.db.clone(), info.name.clone()),
                 target,
@@ -4168,7 +4175,12 @@ fn rename_tables(
                     // changes (docs/events.md, "A swap by hand").
                     change.def.replaces = 0;
                 }
-                change.apply(conn).map(|_| ())
+                let fks = has_foreign_keys(&info);
+                change.apply(conn)?;
+                if fks {
+                    super::foreign::renamed(conn, (&to.0, &to.1), (&from.0, &from.1))?;
+                }
+                Ok(())
             });
             if let Err(u) = undo {
                 tracing::warn!(error = %u.message, "RENAME TABLE: could not rename back");
@@ -4177,6 +4189,12 @@ fn rename_tables(
         return Err(e);
     }
     ok()
+}
+
+/// Whether a table takes part in a FOREIGN KEY (a rename must tell the
+/// other side).
+fn has_foreign_keys(info: &TableInfo) -> bool {
+    !info.sql.foreign_keys.is_empty() || !info.sql.referenced_by.is_empty()
 }
 
 /// A `RENAME TABLE`'s pairs (`(database, table)` from, to): for each, the
@@ -4399,7 +4417,12 @@ fn alter_table(
         change.add_checks(added_checks)?;
     }
     alter_foreign_keys(conn, &mut change, added_fks)?;
+    let renamed = change.rename.clone();
+    let info_fks = has_foreign_keys(&info) || !change.sql.foreign_keys.is_empty();
     let rows = change.apply(conn)?;
+    if let (Some(to), true) = (renamed, info_fks) {
+        super::foreign::renamed(conn, (&info.db, &info.name), (&to.0, &to.1))?;
+    }
     // A rename alone says nothing more, as in MariaDB.
     if operations
         .iter()
@@ -4419,7 +4442,10 @@ fn alter_foreign_keys(
     change: &mut Change,
     added: Vec<super::foreign::Declared>,
 ) -> SqlResult<()> {
-    if added.is_empty() && change.sql.foreign_keys.is_empty() {
+    if added.is_empty()
+        && change.sql.foreign_keys.is_empty()
+        && !super::exec::foreign::is_parent(&change.info)
+    {
         return Ok(());
     }
     let (db, table) = (change.info.db.clone(), change.info.name.clone());
@@ -4463,6 +4489,58 @@ fn alter_foreign_keys(
             Some((column.name.clone(), m.ty.clone(), column.nullable))
         })
         .collect();
+    // An index a FOREIGN KEY needs may not go (MariaDB's 1553): the
+    // child's on its columns, the parent's unique key it references.
+    let old_def = change.info.native.def();
+    let old_name = |slot: usize| old_def.columns.get(slot).map(|c| c.name.clone());
+    let dropped = |cols: &[String], unique: bool| -> Option<String> {
+        old_def
+            .indexes
+            .iter()
+            .filter(|i| i.name != PRIMARY && (!unique || i.kind == IndexKind::Unique))
+            .filter(|i| {
+                let names: Vec<String> = i.columns.iter().filter_map(|&c| old_name(c)).collect();
+                if unique {
+                    names.len() == cols.len()
+                        && names
+                            .iter()
+                            .all(|n| cols.iter().any(|c| c.eq_ignore_ascii_case(n)))
+                } else {
+                    names.len() >= cols.len()
+                        && names
+                            .iter()
+                            .zip(cols)
+                            .all(|(n, c)| n.eq_ignore_ascii_case(c))
+                }
+            })
+            .map(|i| {
+                i.name
+                    .strip_suffix(UNIQUE_SUFFIX)
+                    .unwrap_or(&i.name)
+                    .to_owned()
+            })
+            .find(|n| !change.def.indexes.iter().any(|i| i.name == *n))
+    };
+    let needed = |name: String| {
+        SqlError::new(
+            1553,
+            format!("Cannot drop index '{name}': needed in a foreign key constraint"),
+        )
+    };
+    let now_keys = keys(&change.def, false);
+    for fk in &change.sql.foreign_keys {
+        let leads = now_keys.iter().any(|k| {
+            k.len() >= fk.columns.len()
+                && k.iter()
+                    .zip(&fk.columns)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+        });
+        if !leads {
+            if let Some(name) = dropped(&fk.columns, false) {
+                return Err(needed(name));
+            }
+        }
+    }
     // A FOREIGN KEY's column renamed or dropped: MariaDB's 1828.
     for fk in &change.sql.foreign_keys {
         if let Some(c) = fk
@@ -4477,6 +4555,35 @@ fn alter_foreign_keys(
                     fk.name
                 ),
             ));
+        }
+    }
+    if super::exec::foreign::is_parent(&change.info) && conn.session.foreign_key_checks() {
+        let unique_now = keys(&change.def, true);
+        for (child, fk) in super::foreign::children_of(conn, &change.info)? {
+            if let Some(c) = fk
+                .parent_columns
+                .iter()
+                .find(|c| !columns_now.iter().any(|(n, ..)| n.eq_ignore_ascii_case(c)))
+            {
+                return Err(SqlError::new(
+                    1829,
+                    format!(
+                        "Cannot drop column '{c}': needed in a foreign key constraint '{}' of \
+                         table `{}`.`{}`",
+                        fk.name, child.db, child.name
+                    ),
+                ));
+            }
+            let same = |k: &Vec<String>| {
+                k.len() == fk.parent_columns.len()
+                    && k.iter()
+                        .all(|n| fk.parent_columns.iter().any(|c| c.eq_ignore_ascii_case(n)))
+            };
+            if !unique_now.iter().any(same) {
+                if let Some(name) = dropped(&fk.parent_columns, true) {
+                    return Err(needed(name));
+                }
+            }
         }
     }
     if added.is_empty() {

@@ -381,15 +381,14 @@ pub(crate) fn add_referenced_by(
     (db, table): (&str, &str),
 ) -> SqlResult<()> {
     let entry = (db.to_owned(), table.to_owned());
-    let mut sql = parent.sql.clone();
-    if sql.referenced_by.contains(&entry) {
-        return Ok(());
-    }
-    sql.referenced_by.push(entry);
-    sql.referenced_by.sort();
-    let mut def = parent.native.def().clone();
-    def.sql_meta = sql.encode();
-    super::ddl::alter_native(conn, def, None)
+    edit_meta(conn, parent, |sql| {
+        if sql.referenced_by.contains(&entry) {
+            return false;
+        }
+        sql.referenced_by.push(entry.clone());
+        sql.referenced_by.sort();
+        true
+    })
 }
 
 /// A table just created, `(db, table)`: the existing tables whose
@@ -421,16 +420,15 @@ pub(crate) fn adopt_children(conn: &mut Conn<'_>, (db, table): (&str, &str)) -> 
         return Ok(());
     }
     let parent = catalog::table(conn, Some(db), table)?;
-    let mut sql = parent.sql.clone();
-    for c in children {
-        if !sql.referenced_by.contains(&c) {
-            sql.referenced_by.push(c);
+    edit_meta(conn, &parent, |sql| {
+        for c in &children {
+            if !sql.referenced_by.contains(c) {
+                sql.referenced_by.push(c.clone());
+            }
         }
-    }
-    sql.referenced_by.sort();
-    let mut def = parent.native.def().clone();
-    def.sql_meta = sql.encode();
-    super::ddl::alter_native(conn, def, None)
+        sql.referenced_by.sort();
+        true
+    })
 }
 
 /// The FOREIGN KEYs of other tables that name `parent` as their parent,
@@ -529,4 +527,141 @@ pub(crate) fn referenced(db: &str, table: &str, fk: &meta::ForeignKeyMeta) -> Sq
             describe(db, fk, false)
         ),
     )
+}
+
+/// Rewrites the SQL metadata of `table` with `edit` (a native alter),
+/// when `edit` says it changed something. The definition is read again
+/// and the edit redone when another change got there first (1412: this
+/// SQL node's copy was older than the dictionary's), up to
+/// [`META_EDIT_ATTEMPTS_MAX`] times.
+fn edit_meta(
+    conn: &mut Conn<'_>,
+    table: &TableInfo,
+    mut edit: impl FnMut(&mut meta::TableMeta) -> bool,
+) -> SqlResult<()> {
+    let (db, name) = (table.db.clone(), table.name.clone());
+    let mut attempt = 1;
+    loop {
+        let table = catalog::table(conn, Some(&db), &name)?;
+        let mut sql = table.sql.clone();
+        if !edit(&mut sql) {
+            return Ok(());
+        }
+        let mut def = table.native.def().clone();
+        def.sql_meta = sql.encode();
+        match super::ddl::alter_native(conn, def, None) {
+            Err(e)
+                if e.code == super::txn::TABLE_DEF_CHANGED && attempt < META_EDIT_ATTEMPTS_MAX =>
+            {
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How often [`edit_meta`] reads a table again after losing a race.
+const META_EDIT_ATTEMPTS_MAX: usize = 5;
+
+/// A table renamed from `from` to `to` (RENAME TABLE, ALTER TABLE …
+/// RENAME): its children now name it by its new name (InnoDB's
+/// constraints follow the table), and its parents list it under it.
+pub(crate) fn renamed(conn: &mut Conn<'_>, from: (&str, &str), to: (&str, &str)) -> SqlResult<()> {
+    let table = catalog::table(conn, Some(to.0), to.1)?;
+    let names_from = |f: &meta::ForeignKeyMeta| f.parent_db == from.0 && f.parent_table == from.1;
+    let point = |sql: &mut meta::TableMeta| {
+        let mut changed = false;
+        for f in sql.foreign_keys.iter_mut().filter(|f| names_from(f)) {
+            f.parent_db = to.0.to_owned();
+            f.parent_table = to.1.to_owned();
+            changed = true;
+        }
+        changed
+    };
+    // Itself first (a table that references itself), then its children.
+    edit_meta(conn, &table, |sql| {
+        let mut changed = point(sql);
+        // Generated names follow the table's (InnoDB's `t_ibfk_N`).
+        let old_prefix = format!("{}_ibfk_", from.1);
+        for f in sql.foreign_keys.iter_mut() {
+            if let Some(n) = f.name.strip_prefix(&old_prefix) {
+                if from.1 != to.1 && n.parse::<usize>().is_ok() {
+                    f.name = format!("{}_ibfk_{n}", to.1);
+                    changed = true;
+                }
+            }
+        }
+        for entry in sql.referenced_by.iter_mut() {
+            if entry.0 == from.0 && entry.1 == from.1 {
+                *entry = (to.0.to_owned(), to.1.to_owned());
+                changed = true;
+            }
+        }
+        sql.referenced_by.sort();
+        sql.referenced_by.dedup();
+        changed
+    })?;
+    let children = table.sql.referenced_by.clone();
+    for (db, name) in children {
+        let Ok(child) = catalog::table(conn, Some(&db), &name) else {
+            continue;
+        };
+        edit_meta(conn, &child, point)?;
+    }
+    // Its parents list it by its new name.
+    let table = catalog::table(conn, Some(to.0), to.1)?;
+    let mut parents: Vec<(String, String)> = table
+        .sql
+        .foreign_keys
+        .iter()
+        .map(|f| (f.parent_db.clone(), f.parent_table.clone()))
+        .filter(|(d, t)| !(d == to.0 && t == to.1))
+        .collect();
+    parents.sort();
+    parents.dedup();
+    for (db, name) in parents {
+        let Ok(parent) = catalog::table(conn, Some(&db), &name) else {
+            continue;
+        };
+        edit_meta(conn, &parent, |sql| {
+            sql.referenced_by
+                .retain(|e| !(e.0 == from.0 && e.1 == from.1));
+            let entry = (to.0.to_owned(), to.1.to_owned());
+            if !sql.referenced_by.contains(&entry) {
+                sql.referenced_by.push(entry);
+            }
+            sql.referenced_by.sort();
+            true
+        })?;
+    }
+    Ok(())
+}
+
+/// A child table dropped: its parents stop listing it (each entry costs
+/// every later write of the parent a lookup).
+pub(crate) fn dropped(conn: &mut Conn<'_>, table: &TableInfo) {
+    let mut parents: Vec<(String, String)> = table
+        .sql
+        .foreign_keys
+        .iter()
+        .map(|f| (f.parent_db.clone(), f.parent_table.clone()))
+        .filter(|(d, t)| !(*d == table.db && *t == table.name))
+        .collect();
+    parents.sort();
+    parents.dedup();
+    for (db, name) in parents {
+        let Ok(parent) = catalog::table(conn, Some(&db), &name) else {
+            continue;
+        };
+        let result = edit_meta(conn, &parent, |sql| {
+            let before = sql.referenced_by.len();
+            sql.referenced_by
+                .retain(|e| !(e.0 == table.db && e.1 == table.name));
+            sql.referenced_by.len() != before
+        });
+        if let Err(e) = result {
+            // Harmless: a name too many is skipped when it is looked up.
+            tracing::warn!(parent = %name, error = %e.message, "DROP TABLE: the parent still lists the child");
+        }
+    }
 }

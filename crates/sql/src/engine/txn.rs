@@ -18,7 +18,7 @@ use crate::backend::{status, OkInfo};
 use crate::error::{codes, SqlError, SqlResult};
 
 /// MySQL's ER_TABLE_DEF_CHANGED.
-const TABLE_DEF_CHANGED: u16 = 1412;
+pub(crate) const TABLE_DEF_CHANGED: u16 = 1412;
 
 /// A connection's transaction state.
 #[derive(Default)]

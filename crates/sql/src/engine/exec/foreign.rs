@@ -335,7 +335,9 @@ pub(crate) fn is_parent(table: &TableInfo) -> bool {
 /// Parent rows of `table` about to be deleted (`new` None) or updated:
 /// each as (old row, its primary key, new row). Refuses (1451) or acts
 /// on their children as each FOREIGN KEY says, inside `tx`, before the
-/// parent's own writes are sent.
+/// parent's own writes are sent. True when it changed a child row (a
+/// statement that fails later cannot take that back by itself: its
+/// caller then rolls the transaction back).
 pub(crate) fn parent_changed(
     conn: &Conn<'_>,
     tx: &Transaction<'_>,
@@ -344,9 +346,10 @@ pub(crate) fn parent_changed(
     rows: &[ParentChange<'_>],
     ctx: &mut Ctx<'_>,
     depth: usize,
-) -> SqlResult<()> {
+) -> SqlResult<bool> {
+    let mut wrote = false;
     if actions.is_empty() || rows.is_empty() {
-        return Ok(());
+        return Ok(wrote);
     }
     for action in actions {
         // Old key → new key (None: deleted), each old key once.
@@ -430,6 +433,7 @@ pub(crate) fn parent_changed(
                     .map(|(row, key, _)| (row.as_slice(), key.as_slice(), None))
                     .collect();
                 parent_changed(conn, tx, child, &grand, &gone, ctx, depth + 1)?;
+                wrote = true;
                 for (_, key, _) in &found {
                     tx.define(Op::delete(&child.native, key))
                         .map_err(|e| txn::native_error_in(&e, &child.name))?;
@@ -461,6 +465,7 @@ pub(crate) fn parent_changed(
                     })
                     .collect();
                 parent_changed(conn, tx, child, &grand, &changed, ctx, depth + 1)?;
+                wrote = true;
                 for ((_, key, _), new) in found.iter().zip(&new_rows) {
                     let mut set: Vec<(usize, Value)> =
                         Vec::with_capacity(action.child_columns.len());
@@ -492,7 +497,7 @@ pub(crate) fn parent_changed(
             }
         }
     }
-    Ok(())
+    Ok(wrote)
 }
 
 /// The rows of `child` whose `columns` hold `values` (none NULL), read by
@@ -588,4 +593,24 @@ pub(crate) fn check_existing(conn: &mut Conn<'_>, probe: TableInfo) -> SqlResult
     })();
     let _ = tx.execute(ExecMode::Rollback);
     result
+}
+
+/// A write of one row (ON DUPLICATE KEY UPDATE's update) of `table`,
+/// `old` to `new`: its parents' and its children's FOREIGN KEYs. True
+/// when a child row was changed (see [`parent_changed`]).
+pub(crate) fn row_updated(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &TableInfo,
+    (old, key, new): (&[Val], &[Value], &[Val]),
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<bool> {
+    let checks = child_checks(conn, table)?;
+    let actions = parent_actions(conn, table)?;
+    let wrote = parent_changed(conn, tx, table, &actions, &[(old, key, Some(new))], ctx, 0)?;
+    let failed = missing_parents(tx, table, &checks, &[(new, Some(old))], ctx)?;
+    match failed.into_iter().flatten().next() {
+        Some(error) => Err(error),
+        None => Ok(wrote),
+    }
 }

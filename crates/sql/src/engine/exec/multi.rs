@@ -188,34 +188,6 @@ fn waited_for_copies(
     Ok(waited)
 }
 
-/// A multi-table UPDATE of a FOREIGN KEY's child or parent, or DELETE of
-/// a parent, is not supported yet (the single-table forms are): a clear
-/// error rather than a broken constraint. Nothing to refuse with
-/// `foreign_key_checks=0`.
-fn no_foreign_keys(
-    conn: &Conn<'_>,
-    spec: &JoinSpec,
-    targets: impl Iterator<Item = usize>,
-    deleting: bool,
-) -> SqlResult<()> {
-    if !conn.session.foreign_key_checks() {
-        return Ok(());
-    }
-    for at in targets {
-        let t = &spec.tables[at].table;
-        let child = !deleting && !t.sql.foreign_keys.is_empty();
-        if child || super::foreign::is_parent(t) {
-            return Err(SqlError::unsupported(format_args!(
-                "a multi-table {} of '{}', which has FOREIGN KEYs (write it as single-table \
-                 statements)",
-                if deleting { "DELETE" } else { "UPDATE" },
-                t.name
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// A target table must be a table of the cluster with a primary key.
 fn writable(t: &JoinTable, statement: &str) -> SqlResult<()> {
     if t.rows.is_some() || t.semi.is_some() {
@@ -533,7 +505,6 @@ pub(super) fn update(
         }
     }
     targets.sort_by_key(|x| x.at);
-    no_foreign_keys(conn, &spec, targets.iter().map(|x| x.at), false)?;
     if waited_for_copies(conn, &spec, targets.iter().map(|x| x.at))? {
         return update(conn, up, params, placeholders);
     }
@@ -624,7 +595,13 @@ pub(super) fn update(
         return txn::finish(conn, tx, Err(e));
     }
     let tz_secs = ctx.env.tz_secs;
-    let result = write_changes(&tx, &spec, &rows, ignore, tz_secs);
+    let mut cascaded = false;
+    let result = foreign_keys_of_updates(&*conn, &tx, &spec, rows, ignore, &mut ctx, &mut cascaded)
+        .and_then(|rows| write_changes(&tx, &spec, &rows, ignore, tz_secs));
+    if cascaded && result.is_err() {
+        // What the FOREIGN KEYs changed cannot be taken back alone.
+        let _ = tx.execute(ExecMode::Rollback);
+    }
     let (matched, changed) = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: changed,
@@ -633,6 +610,76 @@ pub(super) fn update(
         info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: {cut}"),
         ..OkInfo::default()
     }))
+}
+
+/// The FOREIGN KEYs of a multi-table UPDATE's rows, table by table, before
+/// any is written: children of changed parent keys refused or changed,
+/// parents of changed child keys read. The rows to write (UPDATE IGNORE
+/// leaves out, with a warning, a row whose parent is missing).
+fn foreign_keys_of_updates(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    spec: &JoinSpec,
+    rows: Vec<Changed>,
+    ignore: bool,
+    ctx: &mut Ctx<'_>,
+    cascaded: &mut bool,
+) -> SqlResult<Vec<Changed>> {
+    if !conn.session.foreign_key_checks() {
+        return Ok(rows);
+    }
+    let tz_secs = ctx.env.tz_secs;
+    let mut tables: Vec<usize> = rows.iter().map(|r| r.0).collect();
+    tables.sort_unstable();
+    tables.dedup();
+    let mut skip = vec![false; rows.len()];
+    for at in tables {
+        let table = &spec.tables[at].table;
+        let checks = super::foreign::child_checks(conn, table)?;
+        let actions = super::foreign::parent_actions(conn, table)?;
+        if checks.is_empty() && actions.is_empty() {
+            continue;
+        }
+        let mine: Vec<usize> = (0..rows.len())
+            .filter(|&n| rows[n].0 == at && !rows[n].3.is_empty())
+            .collect();
+        let news: Vec<Vec<Val>> = mine
+            .iter()
+            .map(|&n| super::write::sql_row_after(table, &rows[n].1, &rows[n].3, tz_secs))
+            .collect();
+        let changed: Vec<super::foreign::ParentChange<'_>> = mine
+            .iter()
+            .zip(&news)
+            .map(|(&n, new)| {
+                (
+                    rows[n].1.as_slice(),
+                    rows[n].2.as_slice(),
+                    Some(new.as_slice()),
+                )
+            })
+            .collect();
+        *cascaded |= super::foreign::parent_changed(conn, tx, table, &actions, &changed, ctx, 0)?;
+        let checked: Vec<(&[Val], Option<&[Val]>)> = mine
+            .iter()
+            .zip(&news)
+            .map(|(&n, new)| (new.as_slice(), Some(rows[n].1.as_slice())))
+            .collect();
+        let failed = super::foreign::missing_parents(tx, table, &checks, &checked, ctx)?;
+        for (k, error) in failed.into_iter().enumerate() {
+            let Some(error) = error else { continue };
+            if !ignore {
+                return Err(error);
+            }
+            ctx.warn(error.code, error.message);
+            skip[mine[k]] = true;
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .zip(skip)
+        .filter(|(_, skip)| !skip)
+        .map(|(row, _)| row)
+        .collect())
 }
 
 /// What tells a table apart from another: its database and name (two
@@ -1006,7 +1053,6 @@ pub(super) fn delete(
         false,
     )?;
     let targets = delete_targets(&spec, &named)?;
-    no_foreign_keys(conn, &spec, targets.iter().copied(), true)?;
     if waited_for_copies(conn, &spec, targets.iter().copied())? {
         return delete(conn, del, params, placeholders);
     }
@@ -1066,11 +1112,26 @@ pub(super) fn delete(
         Err((e, None)) => return Err(e),
     };
     let tz_secs = ctx.env.tz_secs;
+    let mut cascaded = false;
+    // Per place in the join: what deleting a row of it does to children.
+    let mut fk_actions = Vec::with_capacity(spec.tables.len());
+    for (at, t) in spec.tables.iter().enumerate() {
+        fk_actions.push(if targets.contains(&at) {
+            match super::foreign::parent_actions(conn, &t.table) {
+                Ok(actions) => actions,
+                Err(e) => return txn::finish(conn, tx, Err(e)),
+            }
+        } else {
+            Vec::new()
+        });
+    }
     let result = (|| {
         // A row is deleted once, however many joined rows (or names of its
         // table) it is in.
         let mut seen: HashSet<(String, Vec<u8>)> = HashSet::new();
-        let mut deleted = 0u64;
+        // The rows to delete: (target, the table's row when a FOREIGN KEY
+        // needs it, key).
+        let mut gone: Vec<(usize, Vec<Val>, Vec<Value>)> = Vec::new();
         for (row, _) in &rows {
             for at in &targets {
                 let t = &spec.tables[*at];
@@ -1081,17 +1142,46 @@ pub(super) fn delete(
                 if !seen.insert((same_table(&t.table), key_bytes(def, &key))) {
                     continue;
                 }
-                tx.define(Op::delete(&t.table.native, &key))
-                    .map_err(|e| txn::native_error_in(&e, &t.table.name))?;
-                deleted += 1;
-                if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
-                    tx.execute(ExecMode::NoCommit)
-                        .map_err(|e| txn::native_error_in(&e, &t.table.name))?;
-                }
+                let own = if fk_actions[*at].is_empty() {
+                    Vec::new()
+                } else {
+                    row[t.offset..t.offset + t.table.columns.len()].to_vec()
+                };
+                gone.push((*at, own, key));
             }
         }
-        Ok(deleted)
+        for at in &targets {
+            let changes: Vec<super::foreign::ParentChange<'_>> = gone
+                .iter()
+                .filter(|g| g.0 == *at)
+                .map(|(_, row, key)| (row.as_slice(), key.as_slice(), None))
+                .collect();
+            let table = &spec.tables[*at].table;
+            cascaded |= super::foreign::parent_changed(
+                &*conn,
+                &tx,
+                table,
+                &fk_actions[*at],
+                &changes,
+                &mut ctx,
+                0,
+            )?;
+        }
+        for (at, _, key) in &gone {
+            let t = &spec.tables[*at];
+            tx.define(Op::delete(&t.table.native, key))
+                .map_err(|e| txn::native_error_in(&e, &t.table.name))?;
+            if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
+                tx.execute(ExecMode::NoCommit)
+                    .map_err(|e| txn::native_error_in(&e, &t.table.name))?;
+            }
+        }
+        Ok(gone.len() as u64)
     })();
+    if cascaded && result.is_err() {
+        // What the FOREIGN KEYs changed cannot be taken back alone.
+        let _ = tx.execute(ExecMode::Rollback);
+    }
     let affected = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,

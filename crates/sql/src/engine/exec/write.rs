@@ -477,7 +477,6 @@ pub(crate) fn write_rows(
     let checks = lower_checks(conn, table)?;
     let defaults = lower_defaults(conn, table)?;
     let fk_checks = super::foreign::child_checks(conn, table)?;
-    foreign_upsert_supported(conn, table, replace, odku)?;
     // Columns in the order their values are made: those given in the
     // statement's order (the first that does not fit is the error, as
     // MariaDB stores them), then the others in column order; an
@@ -644,8 +643,10 @@ pub(crate) fn write_rows(
             .inspect_err(|_| warnings.rest(conn))?;
     }
     let tx = txn::take(conn).inspect_err(|_| warnings.rest(conn))?;
-    // FOREIGN KEYs: every row's parents, read before any row is written.
-    if !fk_checks.is_empty() {
+    // FOREIGN KEYs: every row's parents, read before any row is written
+    // (ON DUPLICATE KEY UPDATE checks a row once it is inserted: one that
+    // becomes an update is not inserted).
+    if !fk_checks.is_empty() && odku.is_empty() {
         let rows: Vec<(&[Val], Option<&[Val]>)> = native_rows
             .iter()
             .map(|(_, sql)| (sql.as_slice(), None))
@@ -674,6 +675,33 @@ pub(crate) fn write_rows(
                 own.push((error.code, error.message));
                 own.append(&mut warnings.rows[n]);
                 warnings.rows[n] = own;
+            }
+        }
+    }
+    // REPLACE into a parent: the rows it replaces are deleted first, their
+    // children refused, deleted or set NULL as each FOREIGN KEY says (as
+    // InnoDB's, whose REPLACE deletes and inserts).
+    let mut cascaded = false;
+    if replace && conn.session.foreign_key_checks() && super::foreign::is_parent(table) {
+        let actions = match super::foreign::parent_actions(conn, table) {
+            Ok(actions) => actions,
+            Err(e) => {
+                warnings.rest(conn);
+                return txn::finish(conn, tx, Err(e));
+            }
+        };
+        let replaced = replaced_rows(&tx, table, &native_rows, ctx).and_then(|old| {
+            let gone: Vec<super::foreign::ParentChange<'_>> = old
+                .iter()
+                .map(|(row, key)| (row.as_slice(), key.as_slice(), None))
+                .collect();
+            super::foreign::parent_changed(&*conn, &tx, table, &actions, &gone, ctx, 0)
+        });
+        match replaced {
+            Ok(wrote) => cascaded = wrote,
+            Err(e) => {
+                warnings.rest(conn);
+                return txn::finish(conn, tx, Err(e));
             }
         }
     }
@@ -726,6 +754,10 @@ pub(crate) fn write_rows(
         )
     };
     warnings.rest(conn);
+    if cascaded && result.is_err() {
+        // What the FOREIGN KEYs changed cannot be taken back alone.
+        let _ = tx.execute(ExecMode::Rollback);
+    }
     let (affected, duplicates) = if committed {
         conn.tx.wrote = false;
         result?
@@ -789,60 +821,6 @@ pub(crate) fn write_rows(
         first_auto,
         last_auto,
     })
-}
-
-/// REPLACE of a table other tables reference would delete the rows it
-/// replaces under their children, and an ON DUPLICATE KEY UPDATE that
-/// assigns a FOREIGN KEY's column (of either side) would change a key
-/// without its checks: neither is supported yet (a clear error rather
-/// than a broken constraint). Nothing to refuse with
-/// `foreign_key_checks=0`.
-fn foreign_upsert_supported(
-    conn: &Conn<'_>,
-    table: &TableInfo,
-    replace: bool,
-    odku: &[(usize, Expr)],
-) -> SqlResult<()> {
-    if !conn.session.foreign_key_checks() {
-        return Ok(());
-    }
-    let parent = super::foreign::is_parent(table);
-    if replace && parent {
-        return Err(SqlError::unsupported(format_args!(
-            "REPLACE into '{}', which FOREIGN KEYs reference (use INSERT … ON DUPLICATE KEY \
-             UPDATE, or DELETE and INSERT)",
-            table.name
-        )));
-    }
-    let named = |c: usize| {
-        let name = &table.columns[c].name;
-        table
-            .sql
-            .foreign_keys
-            .iter()
-            .any(|f| f.columns.iter().any(|x| x.eq_ignore_ascii_case(name)))
-            || (parent && key_column_referenced(table, name))
-    };
-    if let Some((c, _)) = odku.iter().find(|(c, _)| named(*c)) {
-        return Err(SqlError::unsupported(format_args!(
-            "ON DUPLICATE KEY UPDATE of '{}', a column of a FOREIGN KEY",
-            table.columns[*c].name
-        )));
-    }
-    Ok(())
-}
-
-/// Whether a table that is a parent may have `column` referenced: one of
-/// its unique keys' columns (a FOREIGN KEY references only those).
-fn key_column_referenced(table: &TableInfo, column: &str) -> bool {
-    let Some(at) = table.column(column) else {
-        return false;
-    };
-    let native = table.columns[at].native;
-    table
-        .keys
-        .iter()
-        .any(|k| k.unique && k.columns.contains(&native))
 }
 
 /// Adds column `name` of `table` to an INSERT-like statement's targets
@@ -1578,6 +1556,8 @@ fn upsert_rows(
     let unique = has_unique(def);
     // Lowered once for the statement, not per duplicate row.
     let checks = lower_checks(conn, table)?;
+    let fk_checks = super::foreign::child_checks(conn, table)?;
+    let environment = env(conn);
     for (n, (row, sql_row)) in rows.iter().enumerate() {
         // The row's own warnings before its update's.
         warnings.through(conn, n);
@@ -1625,6 +1605,22 @@ fn upsert_rows(
                 })
             }
             _ => {
+                if let Some(error) =
+                    missing_parent(tx, table, &fk_checks, sql_row, params, &environment)?
+                {
+                    if !ignore {
+                        if let Some(undo) = undo.as_deref_mut() {
+                            undo.push(Undo::Delete(primary_key_of(def, row)));
+                        }
+                        return Err(error);
+                    }
+                    // IGNORE: the row inserted goes again, with a warning.
+                    tx.define(Op::delete(native_table, &primary_key_of(def, row)))
+                        .and_then(|_| tx.execute(ExecMode::NoCommit))
+                        .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    catalog::warn(conn, error.code, error.message);
+                    continue;
+                }
                 affected += 1;
                 done[n] = RowDone::Inserted;
                 if let Some(undo) = undo.as_deref_mut() {
@@ -1663,6 +1659,24 @@ fn upsert_rows(
     Ok((affected, duplicates))
 }
 
+/// A row just inserted by ON DUPLICATE KEY UPDATE: the first of its
+/// FOREIGN KEYs whose parent is missing (1452), if any.
+fn missing_parent(
+    tx: &Transaction<'_>,
+    table: &TableInfo,
+    checks: &[super::foreign::ChildCheck],
+    row: &[Val],
+    params: &[Val],
+    environment: &crate::engine::expr::Env,
+) -> SqlResult<Option<SqlError>> {
+    if checks.is_empty() {
+        return Ok(None);
+    }
+    let mut ctx = Ctx::new(params, environment);
+    let failed = super::foreign::missing_parents(tx, table, checks, &[(row, None)], &mut ctx)?;
+    Ok(failed.into_iter().flatten().next())
+}
+
 /// The update half of ON DUPLICATE KEY UPDATE: the row `access` finds,
 /// with VALUES(col) reading `inserted`. Returns, when it changed the
 /// row, the row's AUTO_INCREMENT value after (0 for none).
@@ -1695,6 +1709,28 @@ fn upsert_update(
     ctx.insert_values = inserted;
     let changes = changes_of(table, &old, 0, assignments, checks, &mut ctx, n + 1)?;
     ctx.warnings = abort_on_warning(ctx.strict, std::mem::take(&mut ctx.warnings))?;
+    // FOREIGN KEYs of the row's new values, and of its children.
+    let mut undo = undo;
+    if !changes.is_empty()
+        && conn.session.foreign_key_checks()
+        && (!table.sql.foreign_keys.is_empty() || super::foreign::is_parent(table))
+    {
+        let new = sql_row_after(table, &old, &changes, ctx.env.tz_secs);
+        match super::foreign::row_updated(&*conn, tx, table, (&old, &key, &new), &mut ctx) {
+            Ok(true) => {
+                if let Some(undo) = undo.as_deref_mut() {
+                    undo.push(Undo::Lost);
+                }
+            }
+            Ok(false) => {}
+            Err(e) if ignore && e.code == codes::NO_REFERENCED_ROW_2 => {
+                ctx.warn(e.code, e.message);
+                keep_warnings(conn, &mut ctx);
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
     let changed = define_update(tx, table, &old, &key, &changes, ctx.env.tz_secs, n + 1)?;
     // An update that may take a unique value is sent now, so that its
     // 1062 names the value and the key (the error names the operation).
@@ -1746,6 +1782,10 @@ pub(crate) enum Undo {
         old: Vec<(usize, Value)>,
         moved: bool,
     },
+    /// A FOREIGN KEY's CASCADE or SET NULL changed child rows, which the
+    /// statement does not take back: a failure rolls the whole
+    /// transaction back instead.
+    Lost,
 }
 
 /// Writes the inverse of a failed statement's writes, newest first (a
@@ -1754,11 +1794,17 @@ pub(crate) enum Undo {
 /// caller's error still stands and the transaction is rolled back as
 /// unusable (something is left pending).
 fn undo_statement(tx: &Transaction<'_>, table: &TableInfo, undo: &[Undo]) {
+    if undo.iter().any(|u| matches!(u, Undo::Lost)) {
+        // The caller's `txn::finish` then finds the transaction gone.
+        let _ = tx.execute(ExecMode::Rollback);
+        return;
+    }
     if tx.pending_ops() > 0 && tx.execute(ExecMode::NoCommit).is_err() {
         return;
     }
     for step in undo.iter().rev() {
         let defined = match step {
+            Undo::Lost => unreachable!("a statement with a lost step is rolled back whole"),
             Undo::Delete(key) => tx.define(Op::delete(&table.native, key)).map(|_| ()),
             Undo::Restore {
                 key,
@@ -1786,7 +1832,7 @@ fn undo_statement(tx: &Transaction<'_>, table: &TableInfo, undo: &[Undo]) {
 }
 
 /// The SQL row `old` after `changes` (native column, value).
-fn sql_row_after(
+pub(super) fn sql_row_after(
     table: &TableInfo,
     old: &[Val],
     changes: &[(usize, Value)],
@@ -3492,6 +3538,7 @@ fn update(
         }
     }
     let tz_secs = ctx.env.tz_secs;
+    let mut cascaded = false;
     let result = (|| {
         let matched = rows.len() as u64;
         let mut changed = 0u64;
@@ -3517,7 +3564,7 @@ fn update(
                         (old.as_slice(), key.as_slice(), Some(new.as_slice()))
                     })
                     .collect();
-                super::foreign::parent_changed(
+                cascaded = super::foreign::parent_changed(
                     &*conn,
                     &tx,
                     &table,
@@ -3588,6 +3635,10 @@ fn update(
         // The last batch goes with the commit (or `txn::finish` sends it).
         Ok((matched, changed))
     })();
+    if cascaded && result.is_err() {
+        // What the FOREIGN KEYs changed cannot be taken back alone.
+        let _ = tx.execute(ExecMode::Rollback);
+    }
     let (matched, changed) = finish_write(conn, tx, result, ctx)?;
     let info = if impossible {
         String::new()
@@ -3647,13 +3698,22 @@ fn delete(
         Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
         Err((e, None)) => return Err(e),
     };
+    let mut cascaded = false;
     let result = (|| {
         if !fk_actions.is_empty() {
             let gone: Vec<super::foreign::ParentChange<'_>> = rows
                 .iter()
                 .map(|(row, key)| (row.as_slice(), key.as_slice(), None))
                 .collect();
-            super::foreign::parent_changed(&*conn, &tx, &table, &fk_actions, &gone, &mut ctx, 0)?;
+            cascaded = super::foreign::parent_changed(
+                &*conn,
+                &tx,
+                &table,
+                &fk_actions,
+                &gone,
+                &mut ctx,
+                0,
+            )?;
         }
         for (_, key) in &rows {
             tx.define(Op::delete(&table.native, key))
@@ -3665,6 +3725,10 @@ fn delete(
         }
         Ok(rows.len() as u64)
     })();
+    if cascaded && result.is_err() {
+        // What the FOREIGN KEYs changed cannot be taken back alone.
+        let _ = tx.execute(ExecMode::Rollback);
+    }
     let affected = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,
@@ -3823,6 +3887,51 @@ fn primary_key_of(def: &schema::TableDef, row: &[(usize, Value)]) -> Vec<Value> 
                 .map_or(Value::Null, |(_, v)| v.clone())
         })
         .collect()
+}
+
+/// The rows a REPLACE of `rows` replaces: those holding one of their
+/// primary keys or unique values, read and locked exclusively, each once.
+fn replaced_rows(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<TargetRow>> {
+    let def = table.native.def();
+    let lock = Some(LockMode::Exclusive);
+    let mut accesses = vec![plan::Access::Keys(
+        rows.iter()
+            .map(|(row, _)| primary_key_of(def, row))
+            .collect(),
+    )];
+    for index in def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+    {
+        let keys: Vec<Vec<Value>> = rows
+            .iter()
+            .filter_map(|(row, _)| unique_key_of(index, row))
+            .collect();
+        if !keys.is_empty() {
+            accesses.push(plan::Access::Unique {
+                index: index.name.clone(),
+                keys,
+            });
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for access in &accesses {
+        for (row, key) in fetch(
+            tx, table, access, None, lock, false, None, ctx, None, None, None,
+        )? {
+            if seen.insert(key_bytes(def, &key)) {
+                out.push((row, key));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The values of unique index `index` in `row` (native column, value),
