@@ -126,6 +126,16 @@ fn err(conn: &mut Conn<'_>, sql: &str) -> SqlError {
         .unwrap_or_else(|| panic!("{sql} should fail"))
 }
 
+/// Logs a second connection in as root, in database `db`.
+fn root_in_db(conn: &mut Conn<'_>) {
+    let root = sql::backend::Login {
+        user: "root",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: Some("db"),
+    };
+    conn.logged_in(&root).expect("root@localhost logs in");
+}
+
 fn rows(spec: &[&[&str]]) -> Vec<Vec<String>> {
     spec.iter()
         .map(|r| r.iter().map(|s| (*s).to_owned()).collect())
@@ -263,12 +273,7 @@ fn foreign_keys(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
     // TransactionDeadlockDetectionTimeout: 1205), then finds the child.
     let other_session = engine.cluster.session().expect("session");
     let mut other = engine.open(&other_session, IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let root = sql::backend::Login {
-        user: "root",
-        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        database: Some("db"),
-    };
-    other.logged_in(&root).expect("root@localhost logs in");
+    root_in_db(&mut other);
     ok(&mut other, "INSERT INTO fp VALUES (3, 30, 300)");
     ok(conn, "BEGIN");
     ok(conn, "INSERT INTO fc VALUES (3, 3)");
@@ -324,6 +329,29 @@ fn foreign_keys(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
         rows(&[&["1", "101"], &["2", "2"], &["3", "3"]])
     );
     ok(conn, "DROP TABLE fc, fp");
+    // A parent distributed by the second column of its key (whose native
+    // key then starts with it), referenced in the declared order.
+    ok(
+        conn,
+        "CREATE TABLE fpk (a INT, b INT, PRIMARY KEY (a, b)) PARTITION BY KEY (b)",
+    );
+    ok(
+        conn,
+        "CREATE TABLE fck (id INT PRIMARY KEY, x INT, y INT, \
+         FOREIGN KEY (x, y) REFERENCES fpk (a, b) ON DELETE CASCADE)",
+    );
+    ok(conn, "INSERT INTO fpk VALUES (1, 2), (3, 4)");
+    ok(
+        conn,
+        "INSERT INTO fck VALUES (1, 1, 2), (2, 3, 4), (3, NULL, 9)",
+    );
+    assert_eq!(err(conn, "INSERT INTO fck VALUES (4, 2, 1)").code, 1452);
+    ok(conn, "DELETE FROM fpk WHERE a = 1");
+    assert_eq!(
+        q(conn, "SELECT id FROM fck ORDER BY id"),
+        rows(&[&["2"], &["3"]])
+    );
+    ok(conn, "DROP TABLE fck, fpk");
 }
 
 /// A temporary table is a cluster table under a hidden name, seen by its
@@ -1726,12 +1754,7 @@ fn updates_and_deletes(conn: &mut Conn<'_>) {
 fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut Conn<'_>) {
     let other_session = engine.cluster.session().expect("session");
     let mut other = engine.open(&other_session, IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let root = sql::backend::Login {
-        user: "root",
-        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        database: Some("db"),
-    };
-    other.logged_in(&root).expect("root@localhost logs in");
+    root_in_db(&mut other);
     ok(conn, "BEGIN");
     ok(conn, "INSERT INTO t VALUES (9, 90, 'nine', NULL)");
     assert_eq!(q(conn, "SELECT c FROM t WHERE id = 9"), rows(&[&["nine"]]));

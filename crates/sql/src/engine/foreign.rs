@@ -610,16 +610,7 @@ pub(crate) fn renamed(conn: &mut Conn<'_>, from: (&str, &str), to: (&str, &str))
     }
     // Its parents list it by its new name.
     let table = catalog::table(conn, Some(to.0), to.1)?;
-    let mut parents: Vec<(String, String)> = table
-        .sql
-        .foreign_keys
-        .iter()
-        .map(|f| (f.parent_db.clone(), f.parent_table.clone()))
-        .filter(|(d, t)| !(d == to.0 && t == to.1))
-        .collect();
-    parents.sort();
-    parents.dedup();
-    for (db, name) in parents {
+    for (db, name) in parents_of(&table) {
         let Ok(parent) = catalog::table(conn, Some(&db), &name) else {
             continue;
         };
@@ -637,9 +628,9 @@ pub(crate) fn renamed(conn: &mut Conn<'_>, from: (&str, &str), to: (&str, &str))
     Ok(())
 }
 
-/// A child table dropped: its parents stop listing it (each entry costs
-/// every later write of the parent a lookup).
-pub(crate) fn dropped(conn: &mut Conn<'_>, table: &TableInfo) {
+/// The tables `table`'s FOREIGN KEYs name as parents, other than itself,
+/// each once.
+fn parents_of(table: &TableInfo) -> Vec<(String, String)> {
     let mut parents: Vec<(String, String)> = table
         .sql
         .foreign_keys
@@ -649,7 +640,13 @@ pub(crate) fn dropped(conn: &mut Conn<'_>, table: &TableInfo) {
         .collect();
     parents.sort();
     parents.dedup();
-    for (db, name) in parents {
+    parents
+}
+
+/// A child table dropped: its parents stop listing it (each entry costs
+/// every later write of the parent a lookup).
+pub(crate) fn dropped(conn: &mut Conn<'_>, table: &TableInfo) {
+    for (db, name) in parents_of(table) {
         let Ok(parent) = catalog::table(conn, Some(&db), &name) else {
             continue;
         };

@@ -23,7 +23,7 @@
 //!
 //! With `foreign_key_checks=0` nothing here runs (as MariaDB's).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use schema::Value;
@@ -32,7 +32,7 @@ use skarv_client::{ExecMode, LockMode, Op, OpHandle, Outcome, Transaction};
 use super::convert::{self, Target};
 use super::{fetch, OPS_PER_EXECUTE_MAX};
 use crate::engine::catalog::{meta, SqlType, TableInfo};
-use crate::engine::expr::{CmpOp, Ctx, Expr, Val};
+use crate::engine::expr::{CmpOp, Ctx, Expr, InList, Val};
 use crate::engine::foreign::{children_of, no_parent, parent_columns, parent_key, referenced};
 use crate::engine::{catalog, plan, txn, Conn};
 use crate::error::{codes, SqlError, SqlResult};
@@ -89,10 +89,16 @@ pub(crate) fn child_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<
         let parent = parent.and_then(|p| {
             let at = parent_columns(&p, &fk.parent_columns)?;
             let key = parent_key(&p, &at)?;
-            // Lookup order: the key's columns, each given by the FOREIGN
-            // KEY's column in the same place as its parent column.
-            let order: Vec<(usize, usize)> = key
-                .columns
+            // Lookup order: the key's columns (the native primary key's
+            // order for a read by primary key, which puts a PARTITION BY
+            // KEY column first), each given by the FOREIGN KEY's column
+            // in the same place as its parent column.
+            let columns = if key.primary {
+                &p.native.def().primary_key
+            } else {
+                &key.columns
+            };
+            let order: Vec<(usize, usize)> = columns
                 .iter()
                 .filter_map(|native| {
                     let pc = p.sql_column(*native)?;
@@ -134,7 +140,18 @@ pub(crate) fn missing_parents(
     let mut reads: HashMap<(usize, Vec<u8>), Read> = HashMap::new();
     let mut pending: Vec<(usize, Vec<u8>)> = Vec::new();
     let warned = ctx.warnings.len();
+    // Per constraint of a table that is its own parent: the parent keys
+    // the statement's rows so far hold (as text).
+    let mut own_keys: Vec<HashSet<Vec<String>>> = vec![HashSet::new(); checks.len()];
     for (n, (new, old)) in rows.iter().enumerate() {
+        for (f, check) in checks.iter().enumerate() {
+            if let (true, Some((_, lookup, _))) = (check.own, &check.parent) {
+                let held: Vec<String> = lookup.iter().map(|&(pc, _)| new[pc].to_text()).collect();
+                if lookup.iter().all(|&(pc, _)| !new[pc].is_null()) {
+                    own_keys[f].insert(held);
+                }
+            }
+        }
         for (f, check) in checks.iter().enumerate() {
             let values: Vec<&Val> = check.columns.iter().map(|&c| &new[c]).collect();
             if values.iter().any(|v| v.is_null()) {
@@ -154,9 +171,9 @@ pub(crate) fn missing_parents(
             };
             if check.own {
                 // This row or an earlier one of the statement.
-                let parents_of =
-                    |row: &[Val]| lookup.iter().all(|&(pc, k)| same(&row[pc], values[k]));
-                if rows[..=n].iter().any(|(r, _)| parents_of(r)) {
+                let wanted: Vec<String> =
+                    lookup.iter().map(|&(_, k)| values[k].to_text()).collect();
+                if own_keys[f].contains(&wanted) {
                     continue;
                 }
             }
@@ -199,30 +216,14 @@ pub(crate) fn missing_parents(
                     reads.insert(id.clone(), Read::Pending(handle, vec![n]));
                     pending.push(id);
                     if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
-                        let outcome = execute(tx, table)?;
-                        settle(
-                            &outcome,
-                            checks,
-                            table,
-                            &mut reads,
-                            &mut pending,
-                            &mut failed,
-                        )?;
+                        send(tx, (checks, table), &mut reads, &mut pending, &mut failed)?;
                     }
                 }
             }
         }
     }
     if !pending.is_empty() {
-        let outcome = execute(tx, table)?;
-        settle(
-            &outcome,
-            checks,
-            table,
-            &mut reads,
-            &mut pending,
-            &mut failed,
-        )?;
+        send(tx, (checks, table), &mut reads, &mut pending, &mut failed)?;
     }
     Ok(failed)
 }
@@ -240,15 +241,16 @@ fn execute(tx: &Transaction<'_>, table: &TableInfo) -> SqlResult<Outcome> {
         .map_err(|e| txn::native_error_in(&e, &table.name))
 }
 
-/// Answers the reads sent so far: the rows of a parent not found fail.
-fn settle(
-    outcome: &Outcome,
-    checks: &[ChildCheck],
-    table: &TableInfo,
+/// Sends the pending reads (and whatever else the transaction has
+/// pending) and answers them: the rows of a parent not found fail.
+fn send(
+    tx: &Transaction<'_>,
+    (checks, table): (&[ChildCheck], &TableInfo),
     reads: &mut HashMap<(usize, Vec<u8>), Read>,
     pending: &mut Vec<(usize, Vec<u8>)>,
     failed: &mut [Option<SqlError>],
 ) -> SqlResult<()> {
+    let outcome = execute(tx, table)?;
     for id in pending.drain(..) {
         let Some(read) = reads.get_mut(&id) else {
             continue;
@@ -410,14 +412,13 @@ pub(crate) fn parent_changed(
         } else {
             Vec::new()
         };
-        let mut found: Vec<(Vec<Val>, Vec<Value>, usize)> = Vec::new();
-        for (k, (before, _)) in keys.iter().enumerate() {
-            for (row, key) in children(tx, child, &action.child_columns, before, ctx)? {
-                if own_keys.contains(&key.as_slice()) {
-                    continue;
-                }
-                found.push((row, key, k));
+        let mut found: Vec<Child> = Vec::new();
+        let olds: Vec<&[Val]> = keys.iter().map(|(before, _)| before.as_slice()).collect();
+        for (row, key, k) in children(tx, child, &action.child_columns, &olds, ctx)? {
+            if own_keys.contains(&key.as_slice()) {
+                continue;
             }
+            found.push((row, key, k));
         }
         if found.is_empty() {
             continue;
@@ -500,49 +501,108 @@ pub(crate) fn parent_changed(
     Ok(wrote)
 }
 
-/// The rows of `child` whose `columns` hold `values` (none NULL), read by
-/// the child's index on them, locked exclusively. Pending writes go
-/// first, so the scan sees them.
+/// The rows of `child` whose `columns` hold one of the keys `values`
+/// (none NULL), each with the key it holds (its place in `values`), read
+/// by the child's index on the columns and locked exclusively: a key of
+/// one column as one scan of up to [`KEYS_PER_SCAN_MAX`] points, a key of
+/// several a scan each. Pending writes go first, so the scans see them.
 fn children(
     tx: &Transaction<'_>,
     child: &Arc<TableInfo>,
     columns: &[usize],
-    values: &[Val],
+    values: &[&[Val]],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Child>> {
+    txn::flush(tx).map_err(|e| txn::native_error_in(&e, &child.name))?;
+    let collations: Vec<Option<schema::Collation>> = columns
+        .iter()
+        .map(|&c| collation_of(&child.columns[c].ty))
+        .collect();
+    let mut out = Vec::new();
+    let warned = ctx.warnings.len();
+    if let [c] = columns {
+        for (chunk_at, chunk) in values.chunks(KEYS_PER_SCAN_MAX).enumerate() {
+            let list: Vec<Expr> = chunk.iter().map(|v| Expr::Lit(v[0].clone())).collect();
+            let cond = Expr::In(
+                Box::new(Expr::Col(*c)),
+                list,
+                false,
+                collations[0],
+                InList::Written,
+            );
+            for (row, key) in scan(tx, child, &cond, ctx)? {
+                // The key it holds: the same text, else (a collation that
+                // ignores case) the same but for case.
+                let held = &row[*c];
+                let k = chunk
+                    .iter()
+                    .position(|v| same(&v[0], held))
+                    .or_else(|| {
+                        let text = held.to_text();
+                        chunk
+                            .iter()
+                            .position(|v| v[0].to_text().eq_ignore_ascii_case(&text))
+                    })
+                    .unwrap_or(0);
+                out.push((row, key, chunk_at * KEYS_PER_SCAN_MAX + k));
+            }
+        }
+    } else {
+        for (k, key) in values.iter().enumerate() {
+            let mut cond: Option<Expr> = None;
+            for ((&c, v), collation) in columns.iter().zip(key.iter()).zip(&collations) {
+                let eq = Expr::Cmp(
+                    CmpOp::Eq,
+                    Box::new(Expr::Col(c)),
+                    Box::new(Expr::Lit(v.clone())),
+                    *collation,
+                );
+                cond = Some(match cond {
+                    None => eq,
+                    Some(prev) => Expr::And(Box::new(prev), Box::new(eq)),
+                });
+            }
+            let Some(cond) = cond else { continue };
+            for (row, pk) in scan(tx, child, &cond, ctx)? {
+                out.push((row, pk, k));
+            }
+        }
+    }
+    // The lookups' own conversions are not the statement's warnings.
+    ctx.warnings.truncate(warned);
+    Ok(out)
+}
+
+/// A child row found: its row, its primary key, and the place of the
+/// parent key it holds among those looked for.
+type Child = (Vec<Val>, Vec<Value>, usize);
+
+/// Keys of one column looked for in one scan of a child's index: as many
+/// as the planner turns into one scan's points.
+const KEYS_PER_SCAN_MAX: usize = plan::INDEX_POINTS_MAX;
+
+/// The rows of `child` that meet `cond`, by the access the planner picks
+/// (the index on the FOREIGN KEY's columns), locked exclusively.
+fn scan(
+    tx: &Transaction<'_>,
+    child: &Arc<TableInfo>,
+    cond: &Expr,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
-    txn::flush(tx).map_err(|e| txn::native_error_in(&e, &child.name))?;
-    let mut cond: Option<Expr> = None;
-    for (&c, v) in columns.iter().zip(values) {
-        let collation = collation_of(&child.columns[c].ty);
-        let eq = Expr::Cmp(
-            CmpOp::Eq,
-            Box::new(Expr::Col(c)),
-            Box::new(Expr::Lit(v.clone())),
-            collation,
-        );
-        cond = Some(match cond {
-            None => eq,
-            Some(prev) => Expr::And(Box::new(prev), Box::new(eq)),
-        });
-    }
-    let warned = ctx.warnings.len();
-    let (access, filter) = plan::access(child, cond.as_ref(), ctx)?;
-    let rows = fetch(
+    let (access, filter) = plan::access(child, Some(cond), ctx)?;
+    fetch(
         tx,
         child,
         &access,
         filter,
         Some(LockMode::Exclusive),
         false,
-        cond.as_ref(),
+        Some(cond),
         ctx,
         None,
         None,
         None,
-    );
-    // The lookup's own conversions are not the statement's warnings.
-    ctx.warnings.truncate(warned);
-    rows
+    )
 }
 
 fn collation_of(ty: &SqlType) -> Option<schema::Collation> {
