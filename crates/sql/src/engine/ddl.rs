@@ -829,6 +829,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
                     let (_, name) = object_name(name)?;
                     change.drop_index(&name)?;
                 }
+                // (Dropping an index renames no column.)
                 alter_foreign_keys(conn, &mut change, Vec::new())?;
                 let rows = change.apply(conn)?;
                 altered(conn, rows)
@@ -4416,10 +4417,11 @@ fn alter_table(
     if !added_checks.is_empty() {
         change.add_checks(added_checks)?;
     }
-    alter_foreign_keys(conn, &mut change, added_fks)?;
+    let children_renamed = alter_foreign_keys(conn, &mut change, added_fks)?;
     let renamed = change.rename.clone();
     let info_fks = has_foreign_keys(&info) || !change.sql.foreign_keys.is_empty();
     let rows = change.apply(conn)?;
+    super::foreign::parent_columns_renamed(conn, &children_renamed)?;
     if let (Some(to), true) = (renamed, info_fks) {
         super::foreign::renamed(conn, (&info.db, &info.name), (&to.0, &to.1))?;
     }
@@ -4441,14 +4443,57 @@ fn alter_foreign_keys(
     conn: &mut Conn<'_>,
     change: &mut Change,
     added: Vec<super::foreign::Declared>,
-) -> SqlResult<()> {
+) -> SqlResult<Vec<super::foreign::ParentRenamed>> {
+    let mut edits = Vec::new();
     if added.is_empty()
         && change.sql.foreign_keys.is_empty()
         && !super::exec::foreign::is_parent(&change.info)
     {
-        return Ok(());
+        return Ok(edits);
     }
     let (db, table) = (change.info.db.clone(), change.info.name.clone());
+    // A column of the table as it was, by name: its name after the
+    // change (None: dropped). Columns are known by their slot, which a
+    // rename keeps (an original column's slot is its position).
+    let info = std::sync::Arc::clone(&change.info);
+    let old_def = info.native.def();
+    let now: Vec<(usize, String)> = change
+        .slots
+        .iter()
+        .zip(&change.def.columns)
+        .map(|(&slot, c)| (slot, c.name.clone()))
+        .collect();
+    let renamed_to = |name: &str| -> Option<String> {
+        let slot = old_def
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))?;
+        now.iter().find(|(s, _)| *s == slot).map(|(_, n)| n.clone())
+    };
+    // The constraints' own columns follow a rename (MariaDB's); a column
+    // dropped is MariaDB's 1828 (after 1553 for an index it led, below).
+    let mut gone: Option<(String, String)> = None;
+    let own = |f: &meta::ForeignKeyMeta| f.parent_db == db && f.parent_table == table;
+    let mut fks = std::mem::take(&mut change.sql.foreign_keys);
+    for fk in &mut fks {
+        let is_own = own(fk);
+        for c in fk.columns.iter_mut() {
+            match renamed_to(c) {
+                Some(n) => *c = n,
+                None => {
+                    gone.get_or_insert((c.clone(), fk.name.clone()));
+                }
+            }
+        }
+        if is_own {
+            for c in fk.parent_columns.iter_mut() {
+                if let Some(n) = renamed_to(c) {
+                    *c = n;
+                }
+            }
+        }
+    }
+    change.sql.foreign_keys = fks;
     // Keys and the SQL metadata name columns by slot; `def.columns` is
     // in column order (`Change::slots` maps one onto the other).
     let slots = change.slots.clone();
@@ -4491,7 +4536,6 @@ fn alter_foreign_keys(
         .collect();
     // An index a FOREIGN KEY needs may not go (MariaDB's 1553): the
     // child's on its columns, the parent's unique key it references.
-    let old_def = change.info.native.def();
     let old_name = |slot: usize| old_def.columns.get(slot).map(|c| c.name.clone());
     let dropped = |cols: &[String], unique: bool| -> Option<String> {
         old_def
@@ -4541,53 +4585,57 @@ fn alter_foreign_keys(
             }
         }
     }
-    // A FOREIGN KEY's column renamed or dropped: MariaDB's 1828.
-    for fk in &change.sql.foreign_keys {
-        if let Some(c) = fk
-            .columns
-            .iter()
-            .find(|c| !columns_now.iter().any(|(n, ..)| n.eq_ignore_ascii_case(c)))
-        {
-            return Err(SqlError::new(
-                1828,
-                format!(
-                    "Cannot drop column '{c}': needed in a foreign key constraint '{}'",
-                    fk.name
-                ),
-            ));
-        }
+    if let Some((c, name)) = gone {
+        return Err(SqlError::new(
+            1828,
+            format!("Cannot drop column '{c}': needed in a foreign key constraint '{name}'"),
+        ));
     }
+    // A parent's referenced columns: renamed, its children's constraints
+    // follow (written once the change is made); dropped, 1829.
     if super::exec::foreign::is_parent(&change.info) && conn.session.foreign_key_checks() {
         let unique_now = keys(&change.def, true);
         for (child, fk) in super::foreign::children_of(conn, &change.info)? {
-            if let Some(c) = fk
-                .parent_columns
-                .iter()
-                .find(|c| !columns_now.iter().any(|(n, ..)| n.eq_ignore_ascii_case(c)))
-            {
-                return Err(SqlError::new(
-                    1829,
-                    format!(
-                        "Cannot drop column '{c}': needed in a foreign key constraint '{}' of \
-                         table `{}`.`{}`",
-                        fk.name, child.db, child.name
-                    ),
-                ));
+            if std::sync::Arc::ptr_eq(&child.native, &change.info.native) {
+                continue;
+            }
+            let mut now = Vec::with_capacity(fk.parent_columns.len());
+            for c in &fk.parent_columns {
+                match renamed_to(c) {
+                    Some(n) => now.push(n),
+                    None => {
+                        return Err(SqlError::new(
+                            1829,
+                            format!(
+                                "Cannot drop column '{c}': needed in a foreign key constraint \
+                                 '{}' of table `{}`.`{}`",
+                                fk.name, child.db, child.name
+                            ),
+                        ))
+                    }
+                }
             }
             let same = |k: &Vec<String>| {
-                k.len() == fk.parent_columns.len()
+                k.len() == now.len()
                     && k.iter()
-                        .all(|n| fk.parent_columns.iter().any(|c| c.eq_ignore_ascii_case(n)))
+                        .all(|n| now.iter().any(|c| c.eq_ignore_ascii_case(n)))
             };
             if !unique_now.iter().any(same) {
                 if let Some(name) = dropped(&fk.parent_columns, true) {
                     return Err(needed(name));
                 }
             }
+            if now != fk.parent_columns {
+                edits.push(super::foreign::ParentRenamed {
+                    child: (child.db.clone(), child.name.clone()),
+                    constraint: fk.name.clone(),
+                    columns: now,
+                });
+            }
         }
     }
     if added.is_empty() {
-        return Ok(());
+        return Ok(edits);
     }
     let columns: Vec<super::foreign::ChildColumn<'_>> = columns_now
         .iter()
@@ -4601,13 +4649,20 @@ fn alter_foreign_keys(
     let existing = change.sql.foreign_keys.clone();
     let fks = super::foreign::resolve(conn, (&db, &table), &columns, &unique, &existing, added)?;
     if conn.session.foreign_key_checks() {
+        // The rows as they are, against the new constraints (one on a
+        // column this ALTER adds has only the column's default there,
+        // which the rows get after the check: not checked).
         let mut probe = (*change.info).clone();
-        probe.sql.foreign_keys = fks.clone();
+        probe.sql.foreign_keys = fks
+            .iter()
+            .filter(|f| f.columns.iter().all(|c| probe.column(c).is_some()))
+            .cloned()
+            .collect();
         super::exec::foreign::check_existing(conn, probe)?;
     }
     super::foreign::note_children(conn, (&db, &table), &fks)?;
     change.sql.foreign_keys.extend(fks);
-    Ok(())
+    Ok(edits)
 }
 
 #[cfg(test)]

@@ -662,3 +662,35 @@ pub(crate) fn dropped(conn: &mut Conn<'_>, table: &TableInfo) {
         }
     }
 }
+
+/// A parent's referenced columns renamed by an ALTER TABLE: the child's
+/// constraint to rewrite with the new names.
+pub(crate) struct ParentRenamed {
+    pub child: (String, String),
+    pub constraint: String,
+    pub columns: Vec<String>,
+}
+
+/// Writes [`ParentRenamed`]s into their children, once the parent's
+/// change is made (MariaDB renames the columns in the constraint too).
+pub(crate) fn parent_columns_renamed(
+    conn: &mut Conn<'_>,
+    edits: &[ParentRenamed],
+) -> SqlResult<()> {
+    for edit in edits {
+        let Ok(child) = catalog::table(conn, Some(&edit.child.0), &edit.child.1) else {
+            continue;
+        };
+        edit_meta(conn, &child, |sql| {
+            let mut changed = false;
+            for f in sql.foreign_keys.iter_mut() {
+                if f.name == edit.constraint && f.parent_columns != edit.columns {
+                    f.parent_columns = edit.columns.clone();
+                    changed = true;
+                }
+            }
+            changed
+        })?;
+    }
+    Ok(())
+}

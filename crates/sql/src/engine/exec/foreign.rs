@@ -311,7 +311,14 @@ pub(crate) fn parent_actions(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Ve
             parent_columns(&child, &fk.columns),
             parent_columns(table, &fk.parent_columns),
         ) else {
-            continue;
+            // Never silently unchecked: the write fails, naming why.
+            return Err(SqlError::new(
+                codes::UNKNOWN,
+                format!(
+                    "FOREIGN KEY '{}' of '{}' names a column that '{}' or '{}' no longer has",
+                    fk.name, child.name, child.name, table.name
+                ),
+            ));
         };
         out.push(ParentAction {
             child,
