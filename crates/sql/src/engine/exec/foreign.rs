@@ -341,6 +341,22 @@ pub(crate) fn is_parent(table: &TableInfo) -> bool {
             .any(|f| f.parent_db == table.db && f.parent_table == table.name)
 }
 
+/// [`parent_changed`] of a statement's own rows (depth 0); nothing to do
+/// (and no rows collected) when no FOREIGN KEY names `table`.
+pub(crate) fn statement_changed<'r>(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    (table, actions): (&TableInfo, &[ParentAction]),
+    rows: impl Iterator<Item = ParentChange<'r>>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<bool> {
+    if actions.is_empty() {
+        return Ok(false);
+    }
+    let rows: Vec<ParentChange<'r>> = rows.collect();
+    parent_changed(conn, tx, table, actions, &rows, ctx, 0)
+}
+
 /// Parent rows of `table` about to be deleted (`new` None) or updated:
 /// each as (old row, its primary key, new row). Refuses (1451) or acts
 /// on their children as each FOREIGN KEY says, inside `tx`, before the
@@ -443,7 +459,10 @@ pub(crate) fn parent_changed(
                 parent_changed(conn, tx, child, &grand, &gone, ctx, depth + 1)?;
                 wrote = true;
                 for (_, key, _) in &found {
-                    tx.define(Op::delete(&child.native, key))
+                    // A row reached twice (two constraints of one child,
+                    // or two paths of a cascade) is deleted once: the
+                    // second finds it gone, which is no error.
+                    tx.define(Op::delete(&child.native, key).ignore_error())
                         .map_err(|e| txn::native_error_in(&e, &child.name))?;
                     if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
                         execute(tx, child)?;

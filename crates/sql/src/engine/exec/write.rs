@@ -3556,24 +3556,12 @@ fn update(
                 .iter()
                 .map(|(old, _, changes)| sql_row_after(&table, old, changes, tz_secs))
                 .collect();
-            if !fk_actions.is_empty() {
-                let changed: Vec<super::foreign::ParentChange<'_>> = rows
-                    .iter()
-                    .zip(&news)
-                    .map(|((old, key, _), new)| {
-                        (old.as_slice(), key.as_slice(), Some(new.as_slice()))
-                    })
-                    .collect();
-                cascaded = super::foreign::parent_changed(
-                    &*conn,
-                    &tx,
-                    &table,
-                    &fk_actions,
-                    &changed,
-                    &mut ctx,
-                    0,
-                )?;
-            }
+            let changed = rows
+                .iter()
+                .zip(&news)
+                .map(|((old, key, _), new)| (old.as_slice(), key.as_slice(), Some(new.as_slice())));
+            let parents = (&*table, fk_actions.as_slice());
+            cascaded = super::foreign::statement_changed(&*conn, &tx, parents, changed, &mut ctx)?;
             let checked: Vec<(&[Val], Option<&[Val]>)> = rows
                 .iter()
                 .zip(&news)
@@ -3700,21 +3688,11 @@ fn delete(
     };
     let mut cascaded = false;
     let result = (|| {
-        if !fk_actions.is_empty() {
-            let gone: Vec<super::foreign::ParentChange<'_>> = rows
-                .iter()
-                .map(|(row, key)| (row.as_slice(), key.as_slice(), None))
-                .collect();
-            cascaded = super::foreign::parent_changed(
-                &*conn,
-                &tx,
-                &table,
-                &fk_actions,
-                &gone,
-                &mut ctx,
-                0,
-            )?;
-        }
+        let gone = rows
+            .iter()
+            .map(|(row, key)| (row.as_slice(), key.as_slice(), None));
+        let parents = (&*table, fk_actions.as_slice());
+        cascaded = super::foreign::statement_changed(&*conn, &tx, parents, gone, &mut ctx)?;
         for (_, key) in &rows {
             tx.define(Op::delete(&table.native, key))
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;
