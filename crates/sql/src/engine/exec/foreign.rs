@@ -428,9 +428,14 @@ pub(crate) fn parent_changed(
             ));
         }
         let child = &action.child;
-        // The parent's own rows (a table that references itself): a row
-        // is not its own child here.
-        let own_keys: Vec<&[Value]> = if Arc::ptr_eq(&child.native, &table.native) {
+        // A table that references itself: a DELETE takes the statement's
+        // own rows too, so they are not children that hold the parent; an
+        // UPDATE's CASCADE or SET NULL of its own table acts as RESTRICT
+        // (MySQL's rule: InnoDB refuses a cascade back into the table it
+        // updates), which also keeps it from rows the statement then
+        // writes from their old values.
+        let same_table = Arc::ptr_eq(&child.native, &table.native);
+        let own_keys: Vec<&[Value]> = if same_table && deleting {
             rows.iter().map(|r| r.1).collect()
         } else {
             Vec::new()
@@ -442,6 +447,9 @@ pub(crate) fn parent_changed(
                 continue;
             }
             found.push((row, key, k));
+        }
+        if same_table && !deleting && !found.is_empty() {
+            return Err(referenced(&child.db, &child.name, &action.fk));
         }
         if found.is_empty() {
             continue;
