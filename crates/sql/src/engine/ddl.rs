@@ -1624,7 +1624,7 @@ fn table_def(
     let mut key_names: Vec<Vec<String>> = primary.iter().map(|pk| named(pk)).collect();
     key_names.extend(keys.iter().map(|(_, cols, _)| named(cols)));
     for d in &foreign_keys {
-        if super::foreign::needs_index(d, &key_names) {
+        if super::foreign::needs_index(&d.columns, &key_names) {
             let positions = d
                 .columns
                 .iter()
@@ -4519,7 +4519,7 @@ fn alter_foreign_keys(
         out
     };
     for d in &added {
-        if super::foreign::needs_index(d, &keys(&change.def, false)) {
+        if super::foreign::needs_index(&d.columns, &keys(&change.def, false)) {
             let index = d.index_name.clone().or_else(|| d.name.clone());
             change.add_index(index, d.columns.clone(), false)?;
         }
@@ -4545,16 +4545,9 @@ fn alter_foreign_keys(
             .filter(|i| {
                 let names: Vec<String> = i.columns.iter().filter_map(|&c| old_name(c)).collect();
                 if unique {
-                    names.len() == cols.len()
-                        && names
-                            .iter()
-                            .all(|n| cols.iter().any(|c| c.eq_ignore_ascii_case(n)))
+                    super::foreign::same_columns(&names, cols)
                 } else {
-                    names.len() >= cols.len()
-                        && names
-                            .iter()
-                            .zip(cols)
-                            .all(|(n, c)| n.eq_ignore_ascii_case(c))
+                    super::foreign::leads_with(&names, cols)
                 }
             })
             .map(|i| {
@@ -4573,13 +4566,7 @@ fn alter_foreign_keys(
     };
     let now_keys = keys(&change.def, false);
     for fk in &change.sql.foreign_keys {
-        let leads = now_keys.iter().any(|k| {
-            k.len() >= fk.columns.len()
-                && k.iter()
-                    .zip(&fk.columns)
-                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
-        });
-        if !leads {
+        if super::foreign::needs_index(&fk.columns, &now_keys) {
             if let Some(name) = dropped(&fk.columns, false) {
                 return Err(needed(name));
             }
@@ -4615,12 +4602,10 @@ fn alter_foreign_keys(
                     }
                 }
             }
-            let same = |k: &Vec<String>| {
-                k.len() == now.len()
-                    && k.iter()
-                        .all(|n| now.iter().any(|c| c.eq_ignore_ascii_case(n)))
-            };
-            if !unique_now.iter().any(same) {
+            if !unique_now
+                .iter()
+                .any(|k| super::foreign::same_columns(k, &now))
+            {
                 if let Some(name) = dropped(&fk.parent_columns, true) {
                     return Err(needed(name));
                 }

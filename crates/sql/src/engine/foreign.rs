@@ -202,7 +202,7 @@ pub(crate) fn resolve(
                     }
                 }
             }
-            if !own_keys.iter().any(|k| same_set(k, &d.parent_columns)) {
+            if !own_keys.iter().any(|k| same_columns(k, &d.parent_columns)) {
                 let why = not_unique(&name, table);
                 return Err(malformed(conn, db, table, &why));
             }
@@ -214,7 +214,7 @@ pub(crate) fn resolve(
                         let why = format!("the parent '{}' is a temporary table", d.parent_table);
                         return Err(malformed(conn, db, table, &why));
                     }
-                    let Some(at) = parent_columns(&parent, &d.parent_columns) else {
+                    let Some(at) = column_positions(&parent, &d.parent_columns) else {
                         let why = format!(
                             "the parent '{}' has no column named as FOREIGN KEY '{name}' says",
                             d.parent_table
@@ -260,10 +260,21 @@ fn not_unique(name: &str, parent: &str) -> String {
     )
 }
 
-fn same_set(a: &[String], b: &[String]) -> bool {
+/// Two lists of the same column names, in any order (a unique key's
+/// columns as a FOREIGN KEY names them).
+pub(crate) fn same_columns(a: &[String], b: &[String]) -> bool {
     a.len() == b.len()
         && a.iter()
             .all(|x| b.iter().any(|y| y.eq_ignore_ascii_case(x)))
+}
+
+/// Whether index `key` (column names, in order) leads with `columns`.
+pub(crate) fn leads_with(key: &[String], columns: &[String]) -> bool {
+    key.len() >= columns.len()
+        && key
+            .iter()
+            .zip(columns)
+            .all(|(a, b)| a.eq_ignore_ascii_case(b))
 }
 
 /// A child's and its parent's columns must hold the same values: the
@@ -309,9 +320,10 @@ fn compatible(a: &SqlType, b: &SqlType) -> bool {
     a == b
 }
 
-/// Positions (SQL) of the parent's columns named `names`, in that order.
-pub(crate) fn parent_columns(parent: &TableInfo, names: &[String]) -> Option<Vec<usize>> {
-    names.iter().map(|n| parent.column(n)).collect()
+/// Positions (SQL) of `table`'s columns named `names`, in that order
+/// (None: one is not there).
+pub(crate) fn column_positions(table: &TableInfo, names: &[String]) -> Option<Vec<usize>> {
+    names.iter().map(|n| table.column(n)).collect()
 }
 
 /// The parent's key made of exactly the columns `at` (SQL positions, any
@@ -333,17 +345,10 @@ pub(crate) fn parent_key<'t>(parent: &'t TableInfo, at: &[usize]) -> Option<&'t 
         })
 }
 
-/// Names the index a FOREIGN KEY needs on its child when no key leads
-/// with its columns: the index's own name, else the constraint's when
-/// given, else its first column's (MariaDB's). `keys`: the child's keys as
-/// column names, in order; `taken`: index names in use.
-pub(crate) fn needs_index(d: &Declared, keys: &[Vec<String>]) -> bool {
-    !keys.iter().any(|k| {
-        k.len() >= d.columns.len()
-            && k.iter()
-                .zip(&d.columns)
-                .all(|(a, b)| a.eq_ignore_ascii_case(b))
-    })
+/// Whether a FOREIGN KEY on `columns` needs an index made for it: no key
+/// of the child (`keys`: column names, in order) leads with them.
+pub(crate) fn needs_index(columns: &[String], keys: &[Vec<String>]) -> bool {
+    !keys.iter().any(|k| leads_with(k, columns))
 }
 
 /// Adds `child` to the `referenced_by` of each parent its new FOREIGN

@@ -1856,7 +1856,7 @@ fn referential_constraints(conn: &Conn<'_>) -> SqlResult<Rows> {
             let key = catalog::table(conn, Some(&fk.parent_db), &fk.parent_table)
                 .ok()
                 .and_then(|p| {
-                    let at = super::foreign::parent_columns(&p, &fk.parent_columns)?;
+                    let at = super::foreign::column_positions(&p, &fk.parent_columns)?;
                     super::foreign::parent_key(&p, &at).map(|k| k.name.clone())
                 });
             let rule = |a: Option<catalog::meta::FkAction>| {

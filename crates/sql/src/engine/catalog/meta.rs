@@ -471,7 +471,15 @@ impl TableMeta {
             put_u16(&mut out, count as u16);
             for fk in &self.foreign_keys[..count] {
                 put_str(&mut out, &fk.name);
-                // The DDL allows at most `FK_COLUMNS_MAX` (16) columns.
+                // The DDL allows at most `FK_COLUMNS_MAX` (16) columns, as
+                // many on each side.
+                debug_assert!(
+                    fk.columns.len() == fk.parent_columns.len() && fk.columns.len() <= 255,
+                    "FOREIGN KEY '{}': {} columns against {}",
+                    fk.name,
+                    fk.columns.len(),
+                    fk.parent_columns.len()
+                );
                 let n = fk.columns.len().min(fk.parent_columns.len()).min(255);
                 out.push(n as u8);
                 for c in &fk.columns[..n] {

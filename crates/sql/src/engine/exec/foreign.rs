@@ -33,7 +33,7 @@ use super::convert::{self, Target};
 use super::{fetch, OPS_PER_EXECUTE_MAX};
 use crate::engine::catalog::{meta, SqlType, TableInfo};
 use crate::engine::expr::{CmpOp, Ctx, Expr, InList, Val};
-use crate::engine::foreign::{children_of, no_parent, parent_columns, parent_key, referenced};
+use crate::engine::foreign::{children_of, column_positions, no_parent, parent_key, referenced};
 use crate::engine::{catalog, plan, txn, Conn};
 use crate::error::{codes, SqlError, SqlResult};
 
@@ -71,7 +71,7 @@ pub(crate) fn child_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<
     }
     let mut out = Vec::with_capacity(table.sql.foreign_keys.len());
     for fk in &table.sql.foreign_keys {
-        let Some(columns) = parent_columns(table, &fk.columns) else {
+        let Some(columns) = column_positions(table, &fk.columns) else {
             return Err(SqlError::new(
                 codes::UNKNOWN,
                 format!(
@@ -87,7 +87,7 @@ pub(crate) fn child_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<
             Err(e) => return Err(e),
         };
         let parent = parent.and_then(|p| {
-            let at = parent_columns(&p, &fk.parent_columns)?;
+            let at = column_positions(&p, &fk.parent_columns)?;
             let key = parent_key(&p, &at)?;
             // Lookup order: the key's columns (the native primary key's
             // order for a read by primary key, which puts a PARTITION BY
@@ -295,21 +295,14 @@ pub(crate) struct ParentAction {
 /// What a delete or key update of `table`'s rows must look at (none with
 /// `foreign_key_checks=0`).
 pub(crate) fn parent_actions(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<ParentAction>> {
-    if !conn.session.foreign_key_checks()
-        || (table.sql.referenced_by.is_empty()
-            && !table
-                .sql
-                .foreign_keys
-                .iter()
-                .any(|f| f.parent_db == table.db && f.parent_table == table.name))
-    {
+    if !conn.session.foreign_key_checks() || !is_parent(table) {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
     for (child, fk) in children_of(conn, table)? {
         let (Some(child_columns), Some(parent_cols)) = (
-            parent_columns(&child, &fk.columns),
-            parent_columns(table, &fk.parent_columns),
+            column_positions(&child, &fk.columns),
+            column_positions(table, &fk.parent_columns),
         ) else {
             // Never silently unchecked: the write fails, naming why.
             return Err(SqlError::new(

@@ -3550,8 +3550,11 @@ fn update(
         let count = rows.len();
         // FOREIGN KEYs: the children of changed parent keys, then the
         // parents of changed child keys, before any row is written.
-        let mut skip = vec![false; count];
+        // UPDATE IGNORE's rows left out for a missing parent (empty, and
+        // not allocated, for a table without FOREIGN KEYs).
+        let mut skip: Vec<bool> = Vec::new();
         if !fk_checks.is_empty() || !fk_actions.is_empty() {
+            skip = vec![false; count];
             let news: Vec<Vec<Val>> = rows
                 .iter()
                 .map(|(old, _, changes)| sql_row_after(&table, old, changes, tz_secs))
@@ -3580,7 +3583,7 @@ fn update(
             }
         }
         for (n, (old, key, changes)) in rows.iter().enumerate() {
-            if skip[n] {
+            if skip.get(n) == Some(&true) {
                 continue;
             }
             if ignore && !changes.is_empty() {
