@@ -171,8 +171,14 @@ impl Dialect for SkarvDialect {
         MYSQL.is_table_factor_alias(explicit, kw, parser)
     }
 
+    /// MySQL's `col->path` and `col->>path` are part of the column
+    /// reference, binding before any operator (`d->'$.n' + 1` adds to the
+    /// extracted value); the parser's default puts them below `+`.
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
-        MYSQL.get_next_precedence(parser)
+        match parser.peek_token_ref().token {
+            Token::Arrow | Token::LongArrow => Some(Ok(self.prec_value(Precedence::DoubleColon))),
+            _ => MYSQL.get_next_precedence(parser),
+        }
     }
 
     fn prec_value(&self, prec: Precedence) -> u8 {

@@ -1829,6 +1829,13 @@ impl<'a> Scope<'a> {
             (d, B::Minus, iv @ ast::Expr::Interval(_)) => {
                 return self.lower(&ast_call("DATE_SUB", [d, iv]));
             }
+            // MySQL's `col->path` is JSON_EXTRACT and `col->>path` its
+            // JSON_UNQUOTE, by definition (MariaDB has neither).
+            (doc, B::Arrow, path) => return self.lower(&ast_call("JSON_EXTRACT", [doc, path])),
+            (doc, B::LongArrow, path) => {
+                let extract = ast_call("JSON_EXTRACT", [doc, path]);
+                return self.lower(&ast_call("JSON_UNQUOTE", [&extract]));
+            }
             _ => {}
         }
         let (mut l, mut r) = (self.lower(left)?, self.lower(right)?);

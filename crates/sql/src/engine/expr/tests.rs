@@ -355,6 +355,41 @@ fn regexp_like_as_mysql_8() {
 }
 
 #[test]
+fn json_arrows_as_mysql_8() {
+    // MySQL 8's `->` is JSON_EXTRACT and `->>` JSON_UNQUOTE of it (MariaDB
+    // has neither; the functions' answers are recorded against it).
+    let doc = r#"'{"a": "x", "n": 2, "b": [1, "two", {"c": null}]}'"#;
+    for path in ["$.a", "$.n", "$.b", "$.b[1]", "$.b[2].c", "$.nope", "$"] {
+        let arrow = eval(&format!("{doc}->'{path}'")).expect(path);
+        let extract = eval(&format!("JSON_EXTRACT({doc}, '{path}')")).expect(path);
+        assert_eq!(arrow, extract, "->'{path}'");
+        let long = eval(&format!("{doc}->>'{path}'")).expect(path);
+        let unquote = eval(&format!("JSON_UNQUOTE(JSON_EXTRACT({doc}, '{path}'))")).expect(path);
+        assert_eq!(long, unquote, "->>'{path}'");
+    }
+    assert_eq!(eval(&format!("{doc}->'$.a'")).unwrap().0, r#""x""#);
+    assert_eq!(eval(&format!("{doc}->>'$.a'")).unwrap().0, "x");
+    // Part of the column reference: it binds before every operator.
+    for (sql, want) in [
+        (format!("{doc}->'$.n' + 1"), "3"),
+        (format!("{doc}->>'$.n' * 3"), "6"),
+        (format!("{doc}->>'$.a' = 'x'"), "1"),
+        (format!("{doc}->'$.n' BETWEEN 1 AND 2"), "1"),
+        (format!("{doc}->>'$.b[1]' LIKE 't%'"), "1"),
+    ] {
+        assert_eq!(eval(&sql).expect(&sql).0, want, "{sql}");
+    }
+    // A bad path is JSON_EXTRACT's warning and NULL.
+    let (v, warnings) = eval(&format!("{doc}->'a'")).unwrap();
+    assert_eq!(v, "NULL");
+    assert_eq!(warnings.first().map(|w| w.0), Some(4042), "{warnings:?}");
+    // Named by its text, as MySQL names it.
+    let sql = format!("SELECT {doc}->>'$.a'");
+    let (_, meta) = lowered_item(&crate::engine::parse(&sql).unwrap(), &sql).unwrap();
+    assert_eq!(&*meta.name, format!("{doc}->>'$.a'"));
+}
+
+#[test]
 fn like_matches_as_mysql() {
     use super::eval::like;
     assert!(like("abc", "a%", '\\', false));
