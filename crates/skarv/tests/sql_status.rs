@@ -421,6 +421,9 @@ fn the_slow_query_log_is_mysqls_and_mysqldumpslow_reads_it(sandbox: &Sandbox) {
     for sql in [
         "SET GLOBAL slow_query_log = ON",
         "SET GLOBAL slow_query_log_file = '/tmp/elsewhere.log'",
+        "FLUSH LOGS",
+        "FLUSH STATUS",
+        "FLUSH PRIVILEGES",
     ] {
         match plain.query_drop(sql) {
             Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1227, "{sql}"),
@@ -519,4 +522,43 @@ fn the_slow_query_log_is_mysqls_and_mysqldumpslow_reads_it(sandbox: &Sandbox) {
         }
         Err(e) => println!("mysqldumpslow not run (not installed: {e})"),
     }
+
+    // FLUSH LOGS opens the file again by its name: a log rotated by
+    // renaming it (logrotate's way) starts anew, and the renamed one keeps
+    // what it had.
+    conn.query_drop("SET GLOBAL slow_query_log = ON")
+        .expect("on");
+    let rotated = format!("{file}.1");
+    std::fs::rename(&file, &rotated).expect("rotate the slow log");
+    conn.query_drop("SELECT v FROM slow.t WHERE id = 3")
+        .expect("logged in the renamed file");
+    conn.query_drop("FLUSH SLOW LOGS").expect("flush slow logs");
+    conn.query_drop("SELECT v FROM slow.t WHERE id = 1 + 0")
+        .expect("logged in the new file");
+    conn.query_drop("SET GLOBAL slow_query_log = OFF")
+        .expect("off");
+    let old = std::fs::read_to_string(&rotated).expect("the renamed log");
+    let new = std::fs::read_to_string(&file).expect("a new log after FLUSH LOGS");
+    assert!(
+        old.contains("WHERE id = 3;") && !old.contains("id = 1 + 0"),
+        "{old}"
+    );
+    assert!(
+        new.contains(", Version: "),
+        "the new file has a header: {new}"
+    );
+    assert!(
+        new.contains("WHERE id = 1 + 0;") && !new.contains("id = 3;"),
+        "{new}"
+    );
+
+    // FLUSH STATUS: the session's counters start again; the global ones
+    // keep what the session had counted.
+    let global_before = status(&mut conn, true)["Questions"];
+    assert!(status(&mut conn, false)["Questions"] > 10);
+    conn.query_drop("FLUSH STATUS").expect("flush status");
+    let session = status(&mut conn, false);
+    assert!(session["Questions"] <= 2, "{}", session["Questions"]);
+    assert_eq!(session["Com_select"], 0);
+    assert!(status(&mut conn, true)["Questions"] >= global_before);
 }

@@ -229,6 +229,12 @@ pub mod codes {
     pub const SUBQUERY_NO_1_ROW: u16 = 1242;
     /// "FUNCTION db.f does not exist".
     pub const SP_DOES_NOT_EXIST: u16 = 1305;
+    /// "Trigger does not exist" (Skarv has no triggers).
+    pub const TRG_DOES_NOT_EXIST: u16 = 1360;
+    /// "Unknown event 'e'" (Skarv has no events).
+    pub const EVENT_DOES_NOT_EXIST: u16 = 1539;
+    /// "You are not using binary logging".
+    pub const NO_BINARY_LOGGING: u16 = 1381;
     pub const INVALID_GROUP_FUNC_USE: u16 = 1111;
     pub const MIX_OF_GROUP_FUNC_AND_FIELDS: u16 = 1140;
     pub const WRONG_NUMBER_OF_COLUMNS_IN_SELECT: u16 = 1222;

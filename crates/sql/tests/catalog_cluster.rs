@@ -442,7 +442,7 @@ fn show_and_information_schema(conn: &mut Conn<'_>) {
     keys.sort();
     assert_eq!(keys, vec!["PRIMARY.id", "u_vc.vc"]);
     assert_eq!(
-        show::information_schema_rows(conn, "ENGINES")
+        show::information_schema_rows(conn, "INNODB_TRX")
             .unwrap_err()
             .code,
         1109

@@ -226,6 +226,176 @@ fn sql_over_a_sandbox() {
     result_lengths_as_mariadb(&mut conn);
     foreign_keys(&engine, &mut conn);
     temporary_tables(&engine, &session);
+    maintenance_and_server_info(&engine, &session, &mut conn);
+}
+
+/// CHECKSUM, CHECK and the server's information_schema tables beyond what
+/// tests/sql/server_info.test compares with MariaDB (whose checksums,
+/// partitions and accounts are its own).
+fn maintenance_and_server_info(
+    engine: &std::sync::Arc<Engine>,
+    session: &Session,
+    conn: &mut Conn<'_>,
+) {
+    let checksum = |conn: &mut Conn<'_>, t: &str| -> String {
+        q(conn, &format!("CHECKSUM TABLE {t}"))[0][1].clone()
+    };
+    for t in ["ck1", "ck2", "ck3"] {
+        ok(
+            conn,
+            &format!(
+                "CREATE TABLE {t} (id INT PRIMARY KEY, s VARCHAR(10), ts TIMESTAMP NULL, \
+                 b BLOB, d DECIMAL(5,2))"
+            ),
+        );
+    }
+    assert_eq!(checksum(conn, "ck1"), "0", "no rows: 0, as MySQL's");
+    let rows_sql = [
+        "(1, 'a', '2024-01-02 03:04:05', x'00ff', 1.50)",
+        "(2, NULL, NULL, NULL, NULL)",
+        "(3, '', '1999-12-31 23:59:59', REPEAT('b', 3000), -2.00)",
+    ];
+    // The same rows in another order (and so partition order) sum alike.
+    ok(
+        conn,
+        &format!("INSERT INTO ck1 VALUES {}", rows_sql.join(", ")),
+    );
+    for r in rows_sql.iter().rev() {
+        ok(conn, &format!("INSERT INTO ck2 VALUES {r}"));
+    }
+    let sum = checksum(conn, "ck1");
+    assert_ne!(sum, "0");
+    assert_eq!(checksum(conn, "ck2"), sum);
+    // TIMESTAMPs by their instant, not as the session's zone shows them.
+    ok(conn, "SET time_zone = '+05:00'");
+    assert_eq!(checksum(conn, "ck1"), sum);
+    ok(conn, "SET time_zone = SYSTEM");
+    // One value changed (NULL to ''; a blob's last byte): another sum.
+    ok(conn, "UPDATE ck2 SET s = '' WHERE id = 2");
+    assert_ne!(checksum(conn, "ck2"), sum);
+    ok(conn, "UPDATE ck2 SET s = NULL WHERE id = 2");
+    assert_eq!(checksum(conn, "ck2"), sum);
+    ok(
+        conn,
+        "UPDATE ck2 SET b = CONCAT(REPEAT('b', 2999), 'c') WHERE id = 3",
+    );
+    assert_ne!(checksum(conn, "ck2"), sum);
+    // Swapping two rows' values between columns is not the same rows.
+    ok(conn, "INSERT INTO ck3 VALUES (1, 'x', NULL, 'y', NULL)");
+    let xy = checksum(conn, "ck3");
+    ok(conn, "UPDATE ck3 SET s = 'y', b = 'x'");
+    assert_ne!(checksum(conn, "ck3"), xy);
+    // QUICK: no live checksum (NULL); a missing table: NULL and an error
+    // in SHOW WARNINGS, the statement goes on to the next table.
+    assert_eq!(
+        q(conn, "CHECKSUM TABLE ck1 QUICK"),
+        rows(&[&["db.ck1", "NULL"]])
+    );
+    assert_eq!(
+        q(conn, "CHECKSUM TABLE nosuch, ck1 EXTENDED"),
+        rows(&[&["db.nosuch", "NULL"], &["db.ck1", &sum]])
+    );
+    assert_eq!(
+        q(conn, "SHOW WARNINGS"),
+        rows(&[&["Error", "1146", "Table 'db.nosuch' doesn't exist"]])
+    );
+
+    // CHECK reads every partition through every index; of a view, its
+    // query, which fails once its table is gone.
+    ok(conn, "CREATE INDEX ck1_s ON ck1 (s)");
+    assert_eq!(
+        q(conn, "CHECK TABLE ck1"),
+        rows(&[&["db.ck1", "check", "status", "OK"]])
+    );
+    ok(conn, "CREATE TABLE ckb (a INT)");
+    ok(conn, "CREATE VIEW ckv AS SELECT a FROM ckb");
+    assert_eq!(
+        q(conn, "CHECK TABLE ckv"),
+        rows(&[&["db.ckv", "check", "status", "OK"]])
+    );
+    ok(conn, "DROP TABLE ckb");
+    assert_eq!(
+        q(conn, "CHECK TABLE ckv")[2],
+        ["db.ckv", "check", "error", "Corrupt"]
+    );
+    ok(conn, "DROP VIEW ckv");
+
+    // PARTITIONS: a row per partition; their rows add up to the table's.
+    let parts = q(
+        conn,
+        "SELECT PARTITION_NAME, PARTITION_METHOD, PARTITION_EXPRESSION, TABLE_ROWS \
+         FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = 'db' AND TABLE_NAME = 'ck1' \
+         ORDER BY PARTITION_ORDINAL_POSITION",
+    );
+    let def = session.table("db/def/ck1").expect("ck1").def().clone();
+    assert_eq!(parts.len(), def.partitions as usize);
+    assert_eq!(parts[0][..3], ["p0", "KEY", "`id`"]);
+    // The data nodes publish their fragments' figures every second
+    // (`FRAGMENTS_PUBLISH_INTERVAL`): wait for the rows to show, bounded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let parts = q(
+            conn,
+            "SELECT TABLE_ROWS FROM information_schema.PARTITIONS \
+             WHERE TABLE_SCHEMA = 'db' AND TABLE_NAME = 'ck1'",
+        );
+        let total: u64 = parts
+            .iter()
+            .map(|p| p[0].parse::<u64>().expect("rows"))
+            .sum();
+        if total == 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "PARTITIONS never showed ck1's 3 rows: {parts:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
+    // USER_PRIVILEGES: every account's for root, its own for another.
+    ok(conn, "CREATE USER 'plain'@'%'");
+    ok(conn, "GRANT SELECT ON db.* TO 'plain'@'%'");
+    let mut plain = engine.open(session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let login = sql::backend::Login {
+        user: "plain",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: Some("db"),
+    };
+    plain.logged_in(&login).expect("plain logs in");
+    let sql = "SELECT GRANTEE, PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES";
+    assert_eq!(q(&mut plain, sql), rows(&[&["'plain'@'%'", "USAGE"]]));
+    assert_eq!(
+        q(
+            &mut plain,
+            "SELECT GRANTEE, TABLE_SCHEMA, PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES"
+        ),
+        rows(&[&["'plain'@'%'", "db", "SELECT"]])
+    );
+    let all = q(conn, sql);
+    assert!(
+        all.contains(&vec!["'plain'@'%'".into(), "USAGE".into()]),
+        "{all:?}"
+    );
+    assert!(
+        all.contains(&vec!["'root'@'localhost'".into(), "SUPER".into()]),
+        "{all:?}"
+    );
+    // FLUSH needs what MySQL calls RELOAD (SUPER here).
+    assert_eq!(err(&mut plain, "FLUSH TABLES").code, 1227);
+    drop(plain);
+    ok(conn, "DROP USER 'plain'@'%'");
+
+    // SHOW ENGINE NDB STATUS: this SQL node's connection to the cluster.
+    let status = q(conn, "SHOW ENGINE NDBCLUSTER STATUS");
+    assert_eq!(status[0][..2], ["ndbcluster", "connection"]);
+    assert!(
+        status[0][2].contains("number_of_data_nodes=1, number_of_ready_data_nodes=1"),
+        "{status:?}"
+    );
+    for t in ["ck1", "ck2", "ck3"] {
+        ok(conn, &format!("DROP TABLE {t}"));
+    }
 }
 
 /// FOREIGN KEYs beyond what tests/sql/foreign_keys*.test compare with

@@ -25,8 +25,10 @@ pub mod exec;
 pub mod expr;
 pub(crate) mod foreign;
 pub(crate) mod group_order;
+pub mod maintenance;
 pub mod plan;
 pub mod prepared;
+pub mod server_info;
 pub mod session;
 pub mod show;
 pub mod stats;
@@ -657,6 +659,7 @@ impl<'s> Conn<'s> {
             | S::Rollback { .. }
             | S::Savepoint { .. }
             | S::ReleaseSavepoint { .. } => txn::statement(self, statement),
+            S::Flush { .. } => maintenance::flush(self, statement),
             S::LockTables { tables } => txn::lock_tables(self, tables),
             S::UnlockTables => txn::unlock_tables(self),
             S::Set(_) => session::set(self, statement),

@@ -752,6 +752,12 @@ impl SessionState {
         }
     }
 
+    /// An error (level "Error") of the running statement that did not
+    /// fail it (CHECKSUM TABLE of a table that is not there).
+    pub fn error_note(&mut self, code: u16, message: String) {
+        self.note("Error", code, message);
+    }
+
     /// A note (level "Note") of the running statement.
     pub fn note_only(&mut self, code: u16, message: String) {
         if self.vars.hot().sql_notes {
@@ -1091,6 +1097,11 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             return show_warnings_statement(&spanned, sql)
         }
         ("SHOW", "GRANTS", _) => return extra_text("SHOW GRANTS", text(&spanned)),
+        // SHOW of routines, triggers, events, logs, replicas, plugins, …:
+        // the server's (`server_info`), with their LIKE and WHERE.
+        ("SHOW", first, second) if super::server_info::is_server_show(first, second) => {
+            return extra_text("SHOW SERVER", text(&spanned))
+        }
         ("CREATE" | "DROP" | "ALTER" | "RENAME", "USER", _) => {
             let head = format!("{} USER", word(0));
             return extra_text(&head, text(&spanned));
@@ -1102,9 +1113,11 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         ("DROP", "PREPARE", _) => return drop_prepare_statement(&spanned, sql),
         ("GRANT", _, _) => return extra_text("GRANT", text(&spanned)),
         ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
-        // ANALYZE TABLE of several tables, which the parser does not take.
-        ("ANALYZE", _, _) => return extra_text("ANALYZE", text(&spanned)),
-        ("OPTIMIZE", _, _) => return extra_text("OPTIMIZE", text(&spanned)),
+        // ANALYZE, OPTIMIZE, CHECK, REPAIR and CHECKSUM TABLE, of several
+        // tables, which the parser does not take.
+        (first, second, _) if super::maintenance::is_maintenance(first, second) => {
+            return extra_text("MAINTENANCE", text(&spanned))
+        }
         // Only a statement with the word SNAPSHOT pays for reading them
         // all: every transaction of some drivers starts here.
         ("START", "TRANSACTION", _)
@@ -1730,8 +1743,11 @@ pub fn extra(
             limit,
         } => show_warnings(conn, *errors, *count, *limit, more, sink),
         Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
-        Extra::Text { head, sql } if head == "ANALYZE" || head == "OPTIMIZE" => {
-            super::stats::analyze(conn, sql, more, sink)
+        Extra::Text { head, sql } if head == "SHOW SERVER" => {
+            super::server_info::show(conn, sql, more, sink)
+        }
+        Extra::Text { head, sql } if head == "MAINTENANCE" => {
+            super::maintenance::run(conn, sql, more, sink)
         }
         Extra::Prepare { name, source } => super::prepared::prepare_sql(conn, name, source),
         Extra::LoadData(load) => super::exec::load::run(conn, load, sink),

@@ -28,19 +28,34 @@ use crate::value::{charset, flags, ColumnMeta, ColumnType, SqlValue};
 /// layouts follow MariaDB's (the project's reference), which differs from
 /// MySQL 8's in places (`Ignored` instead of `Visible` in SHOW INDEX,
 /// `current_timestamp()`, unquoted numeric defaults).
+/// (`server_info` answers those about the server rather than its tables.)
 pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
+    "CHARACTER_SETS",
     "CHECK_CONSTRAINTS",
+    "COLLATIONS",
+    "COLLATION_CHARACTER_SET_APPLICABILITY",
     "COLUMNS",
+    "COLUMN_PRIVILEGES",
+    "ENGINES",
+    "EVENTS",
+    "FILES",
     "GLOBAL_STATUS",
     "KEY_COLUMN_USAGE",
+    "PARAMETERS",
+    "PARTITIONS",
+    "PLUGINS",
     "PROCESSLIST",
     "REFERENTIAL_CONSTRAINTS",
+    "ROUTINES",
     "SCHEMATA",
+    "SCHEMA_PRIVILEGES",
     "SESSION_STATUS",
     "STATISTICS",
     "TABLES",
     "TABLE_CONSTRAINTS",
+    "TABLE_PRIVILEGES",
     "TRIGGERS",
+    "USER_PRIVILEGES",
     "VIEWS",
 ];
 
@@ -218,6 +233,15 @@ pub fn statement(
                     more,
                 )
             }
+            sqlparser::ast::ShowCreateObject::Procedure
+            | sqlparser::ast::ShowCreateObject::Function
+            | sqlparser::ast::ShowCreateObject::Trigger
+            | sqlparser::ast::ShowCreateObject::Event => {
+                Err(super::server_info::show_create_missing(
+                    &obj_type.to_string(),
+                    &ddl::object_name(obj_name)?.1,
+                ))
+            }
             other => Err(SqlError::unsupported(format_args!("SHOW CREATE {other}"))),
         },
         Statement::ShowCollation { filter } => {
@@ -258,13 +282,14 @@ fn show_words(
             if upper.contains(&"WHERE") {
                 return Err(SqlError::unsupported("SHOW INDEX … WHERE"));
             }
+            // The words lose the dots: `FROM db.t` is [FROM, db, t], `FROM t
+            // FROM db` [FROM, t, FROM, db].
             let table = words.get(2).map(|w| w.value.clone()).unwrap_or_default();
-            let (db, table) = match (upper.get(3), words.get(4)) {
-                (Some(&("FROM" | "IN")), Some(db)) => (Some(db.value.clone()), table),
-                _ => match table.split_once('.') {
-                    Some((d, t)) => (Some(d.to_owned()), t.to_owned()),
-                    None => (None, table),
-                },
+            let (db, table) = match (upper.get(3), words.get(3), words.get(4)) {
+                (Some(&("FROM" | "IN")), _, Some(db)) => (Some(db.value.clone()), table),
+                (None, ..) => (None, table),
+                (Some(_), Some(t), None) => (Some(table), t.value.clone()),
+                _ => return Err(SqlError::syntax("SHOW INDEX FROM [db.]t [FROM db]")),
             };
             let info = catalog::table(conn, db.as_deref(), &table)?;
             super::stats::refresh(conn, &info);
@@ -788,7 +813,7 @@ fn virtual_columns(
 }
 
 /// The columns of an `information_schema` table, without reading rows.
-fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
+pub(crate) fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
     Some(match table.to_ascii_uppercase().as_str() {
         "SCHEMATA" => schemata_columns(),
         "TABLES" => tables_columns(),
@@ -802,7 +827,7 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
         "TABLE_CONSTRAINTS" => table_constraints_columns(),
         "PROCESSLIST" => super::session::processlist_columns(true, true),
         "GLOBAL_STATUS" | "SESSION_STATUS" => status_columns(),
-        _ => return None,
+        other => return super::server_info::columns(other),
     })
 }
 
@@ -1067,24 +1092,19 @@ fn show_engines(more: bool, sink: &mut dyn ResultSink) -> SqlResult<Answered> {
         text_col("XA", 3),
         text_col("Savepoints", 3),
     ];
-    let rows = vec![
-        vec![
-            text("ndbcluster"),
-            text("DEFAULT"),
-            text("Clustered, fault-tolerant tables (Skarv)"),
-            text("YES"),
-            text("NO"),
-            text("NO"),
-        ],
-        vec![
-            text("InnoDB"),
-            text("YES"),
-            text("An alias of ndbcluster: its tables live in the cluster"),
-            text("YES"),
-            text("NO"),
-            text("NO"),
-        ],
-    ];
+    let rows: Vec<Vec<SqlValue>> = super::server_info::ENGINES
+        .iter()
+        .map(|(name, support, comment)| {
+            vec![
+                text(*name),
+                text(*support),
+                text(*comment),
+                text("YES"),
+                text("NO"),
+                text("NO"),
+            ]
+        })
+        .collect();
     send(sink, &columns, &rows, more)
 }
 
@@ -1101,23 +1121,20 @@ fn show_collation(
         text_col("Compiled", 3),
         int_col("Sortlen"),
     ];
-    let rows: Vec<Vec<SqlValue>> = [
-        ("utf8mb4_bin", charset::UTF8MB4_BIN, ""),
-        ("utf8mb4_general_ci", charset::UTF8MB4_GENERAL_CI, "Yes"),
-    ]
-    .into_iter()
-    .filter(|(name, _, _)| pattern.is_none_or(|p| like(p, name, true)))
-    .map(|(name, id, default)| {
-        vec![
-            text(name),
-            text("utf8mb4"),
-            SqlValue::UInt(u64::from(id)),
-            text(default),
-            text("Yes"),
-            SqlValue::UInt(1),
-        ]
-    })
-    .collect();
+    let rows: Vec<Vec<SqlValue>> = super::server_info::COLLATIONS
+        .iter()
+        .filter(|(name, ..)| pattern.is_none_or(|p| like(p, name, true)))
+        .map(|(name, set, id, default)| {
+            vec![
+                text(*name),
+                text(*set),
+                SqlValue::UInt(u64::from(*id)),
+                text(if *default { "Yes" } else { "" }),
+                text("Yes"),
+                SqlValue::UInt(1),
+            ]
+        })
+        .collect();
     send(sink, &columns, &rows, more)
 }
 
@@ -1132,16 +1149,18 @@ fn show_charset(
         text_col("Default collation", 64),
         int_col("Maxlen"),
     ];
-    let rows: Vec<Vec<SqlValue>> = if pattern.is_none_or(|p| like(p, "utf8mb4", true)) {
-        vec![vec![
-            text("utf8mb4"),
-            text("UTF-8 Unicode"),
-            text("utf8mb4_general_ci"),
-            SqlValue::UInt(4),
-        ]]
-    } else {
-        Vec::new()
-    };
+    let rows: Vec<Vec<SqlValue>> = super::server_info::CHARSETS
+        .iter()
+        .filter(|(name, ..)| pattern.is_none_or(|p| like(p, name, true)))
+        .map(|(name, collation, description, max)| {
+            vec![
+                text(*name),
+                text(*description),
+                text(*collation),
+                SqlValue::UInt(*max),
+            ]
+        })
+        .collect();
     send(sink, &columns, &rows, more)
 }
 
@@ -1326,12 +1345,15 @@ pub fn information_schema_rows(
                 .collect();
             (status_columns(), rows)
         }
-        _ => {
-            return Err(SqlError::new(
-                codes::UNKNOWN_TABLE,
-                format!("Unknown table '{table_name}' in information_schema"),
-            ))
-        }
+        other => match super::server_info::columns(other) {
+            Some(columns) => (columns, super::server_info::rows(conn, other)?),
+            None => {
+                return Err(SqlError::new(
+                    codes::UNKNOWN_TABLE,
+                    format!("Unknown table '{table_name}' in information_schema"),
+                ))
+            }
+        },
     };
     let columns = columns
         .into_iter()
@@ -1363,7 +1385,7 @@ fn status_columns() -> Vec<ColumnMeta> {
 }
 
 /// Every SQL table of every database, skipping ones dropped meanwhile.
-fn all_tables(conn: &Conn<'_>) -> SqlResult<Vec<std::sync::Arc<TableInfo>>> {
+pub(crate) fn all_tables(conn: &Conn<'_>) -> SqlResult<Vec<std::sync::Arc<TableInfo>>> {
     let mut out = Vec::new();
     for db in catalog::databases(conn)? {
         if catalog::is_virtual_db(&db.name) {

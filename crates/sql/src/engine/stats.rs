@@ -28,10 +28,8 @@ use schema::{Collation, Column, ColumnType as NativeType, IndexKind, TableDef, V
 use skarv_client::{CmpOp, ExecMode, Filter, ScanOptions, Session};
 
 use super::catalog::TableInfo;
-use super::{send_rows, Answered, Conn};
-use crate::backend::ResultSink;
+use super::Conn;
 use crate::error::{SqlError, SqlResult};
-use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
 
 /// How long a SQL node uses a table's row count and cardinality before it
 /// fetches them again, in milliseconds.
@@ -361,88 +359,10 @@ fn index_cardinality(
     Ok((distinct, read, bounds.flatten().filter(|_| whole)))
 }
 
-/// `ANALYZE TABLE t [, t2 …]` (also `ANALYZE NO_WRITE_TO_BINLOG|LOCAL
-/// TABLE …`): MySQL's result set of Table, Op, Msg_type, Msg_text, one row
-/// per table; a table that does not exist is an error row, as MySQL's.
-/// `OPTIMIZE TABLE …` is answered so too, each table analyzed after a
-/// note saying that is all it does (a table's memory is not compacted),
-/// as MariaDB answers it of a table it cannot optimize.
-pub fn analyze(
-    conn: &mut Conn<'_>,
-    sql: &str,
-    more: bool,
-    sink: &mut dyn ResultSink,
-) -> SqlResult<Answered> {
-    let (op, names) = analyze_names(sql)?;
-    let mut rows = Vec::new();
-    for (db, name) in &names {
-        let shown = format!(
-            "{}.{}",
-            db.as_deref()
-                .or(conn.session.database.as_deref())
-                .unwrap_or(""),
-            name
-        );
-        let row = |kind: &str, text: String| {
-            vec![
-                SqlValue::Bytes(shown.clone().into_bytes()),
-                SqlValue::Bytes(op.as_bytes().to_vec()),
-                SqlValue::Bytes(kind.as_bytes().to_vec()),
-                SqlValue::Bytes(text.into_bytes()),
-            ]
-        };
-        let stmt = format!(
-            "SELECT 1 FROM {}`{}`",
-            db.as_ref()
-                .map(|d| format!("`{}`.", d.replace('`', "``")))
-                .unwrap_or_default(),
-            name.replace('`', "``")
-        );
-        if let Ok(statement) =
-            sqlparser::parser::Parser::parse_sql(&super::dialect::SkarvDialect, &stmt)
-        {
-            if let Some(s) = statement.first() {
-                super::users::authorize(conn, s)?;
-            }
-        }
-        let info = match super::catalog::table(conn, db.as_deref(), name) {
-            Ok(info) => info,
-            Err(e) => {
-                rows.push(row("Error", e.message.clone()));
-                rows.push(row("status", "Operation failed".into()));
-                continue;
-            }
-        };
-        if op == "optimize" {
-            rows.push(row(
-                "note",
-                "Table does not support optimize, doing analyze instead".into(),
-            ));
-        }
-        match analyze_one(conn, &info) {
-            Ok(()) => rows.push(row("status", "OK".into())),
-            Err(e) => {
-                rows.push(row("Error", e.message.clone()));
-                rows.push(row("status", "Operation failed".into()));
-            }
-        }
-    }
-    let text =
-        |n: &str| ColumnMeta::expr(n, ColumnType::VarString, charset::UTF8MB4_GENERAL_CI, 512);
-    let columns = [
-        text("Table"),
-        text("Op"),
-        text("Msg_type"),
-        text("Msg_text"),
-    ];
-    send_rows(sink, &columns, rows, more)?;
-    Ok(Answered::Done)
-}
-
 /// Counts `table`'s rows, computes every ordered index's cardinality and
 /// stores them; this SQL node uses them at once, others at their next
 /// refresh.
-fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
+pub(crate) fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
     let session = conn.native;
     let counted = session.table_stats(&table.native).map_err(native)?;
     let def = table.native.def();
@@ -497,57 +417,4 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
     state.indexes = indexes;
     state.fetched = Some(Instant::now());
     Ok(())
-}
-
-/// The operation (`analyze` or `optimize`) and the tables `ANALYZE |
-/// OPTIMIZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE a, db.b` names.
-type Named = (&'static str, Vec<(Option<String>, String)>);
-fn analyze_names(sql: &str) -> SqlResult<Named> {
-    use sqlparser::tokenizer::{Token, Tokenizer};
-    let tokens = Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, sql)
-        .tokenize()
-        .map_err(SqlError::syntax)?;
-    let mut words = tokens
-        .into_iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon));
-    let bad = || SqlError::syntax("expected ANALYZE | OPTIMIZE TABLE name [, name …]");
-    let keyword =
-        |t: &Token, k: &str| matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case(k));
-    let first = words.next().ok_or_else(bad)?;
-    let op = if keyword(&first, "ANALYZE") {
-        "analyze"
-    } else if keyword(&first, "OPTIMIZE") {
-        "optimize"
-    } else {
-        return Err(bad());
-    };
-    let mut next = words.next().ok_or_else(bad)?;
-    if keyword(&next, "NO_WRITE_TO_BINLOG") || keyword(&next, "LOCAL") {
-        next = words.next().ok_or_else(bad)?;
-    }
-    if !(keyword(&next, "TABLE") || keyword(&next, "TABLES")) {
-        return Err(bad());
-    }
-    let rest: Vec<Token> = words.collect();
-    let mut names = Vec::new();
-    for part in rest.split(|t| *t == Token::Comma) {
-        let idents: Vec<String> = part
-            .iter()
-            .filter(|t| **t != Token::Period)
-            .map(|t| match t {
-                Token::Word(w) => Ok(w.value.clone()),
-                _ => Err(bad()),
-            })
-            .collect::<SqlResult<_>>()?;
-        let dots = part.iter().filter(|t| **t == Token::Period).count();
-        match (idents.as_slice(), dots) {
-            ([t], 0) => names.push((None, t.clone())),
-            ([d, t], 1) => names.push((Some(d.clone()), t.clone())),
-            _ => return Err(bad()),
-        }
-    }
-    if names.is_empty() {
-        return Err(bad());
-    }
-    Ok((op, names))
 }

@@ -733,6 +733,39 @@ pub fn connection_closed(conn: &Conn<'_>) {
     }
 }
 
+/// `FLUSH STATUS`: this connection's counters start again from 0; what
+/// they held stays in the SQL node's global figures (as MariaDB's).
+pub fn flush_status(conn: &mut Conn<'_>) {
+    let engine = &conn.engine;
+    {
+        // Under the registry's lock, as a closing connection moves its
+        // counts: a global SHOW STATUS sees them in one place or the other.
+        let _connections = engine.connections.lock().unwrap_or_else(|p| p.into_inner());
+        let mut closed = engine
+            .status
+            .closed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        closed.add(&conn.info.status);
+        let p = &conn.info.status;
+        for c in [
+            &p.questions,
+            &p.slow_queries,
+            &p.subquery_cache_hit,
+            &p.subquery_cache_miss,
+            &p.sort_merge_passes,
+        ]
+        .into_iter()
+        .chain(&p.com)
+        .chain(&p.native)
+        {
+            c.set(0);
+        }
+    }
+    conn.status.native = [0; NATIVE];
+    conn.status.native_start = conn.native.stats().values();
+}
+
 // ---- variables ----
 
 /// Checks and applies a slow-log variable being set (`global`: `SET
@@ -848,6 +881,25 @@ impl SlowLog {
             }
         }
         Ok(())
+    }
+
+    /// `FLUSH LOGS`: the file is closed and opened again by its name (so
+    /// a log rotated by renaming it starts anew), when the log is on.
+    pub fn reopen(&self) -> SqlResult<()> {
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if file.open.is_none() {
+            return Ok(());
+        }
+        file.open = None;
+        file.reopen().map_err(|e| {
+            SqlError::new(
+                codes::UNKNOWN,
+                format!(
+                    "FLUSH LOGS: cannot open the slow query log {}: {e}",
+                    file.path.display()
+                ),
+            )
+        })
     }
 
     /// Appends one entry (one write under the lock).

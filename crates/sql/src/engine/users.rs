@@ -197,6 +197,13 @@ impl Snapshot {
 #[derive(Debug, Default)]
 pub struct Cache(std::sync::Mutex<Option<Arc<Snapshot>>>);
 
+impl Cache {
+    /// `FLUSH PRIVILEGES`: the next look reads the tables again.
+    pub fn forget(&self) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
 /// A value no other change picks: the time in nanoseconds mixed with a
 /// per-process counter, so that two SQL nodes bumping at once differ.
 fn fresh_version() -> u64 {
@@ -256,6 +263,52 @@ pub fn snapshot(engine: &Engine, session: &Session) -> SqlResult<Arc<Snapshot>> 
     });
     *cache = version.map(|_| Arc::clone(&snapshot));
     Ok(snapshot)
+}
+
+/// A privilege an account holds: (grantee, database, privilege, grantable).
+pub type PrivilegeRow = (String, Option<String>, &'static str, bool);
+
+/// `information_schema.USER_PRIVILEGES` (`schema`: false) or
+/// `SCHEMA_PRIVILEGES`: (grantee, database, privilege, grantable), a row
+/// per privilege held (`USAGE` for an account with no global one, as
+/// MySQL's). Every account's for a session that may read the accounts
+/// (global SELECT, as `SHOW GRANTS FOR`), else its own.
+pub fn privilege_rows(conn: &Conn<'_>, schema: bool) -> SqlResult<Vec<PrivilegeRow>> {
+    let snapshot = snapshot(&conn.engine, conn.native)?;
+    let all = conn.grants.global & privilege::SELECT != 0;
+    let visible = |user: &str, host: &str| {
+        all || (user == conn.session.user && host.eq_ignore_ascii_case(&conn.session.host))
+    };
+    let mut rows = Vec::new();
+    let mut push = |user: &str, host: &str, db: Option<&str>, bits: u64| {
+        let grantee = super::server_info::grantee(user, host);
+        let grantable = bits & privilege::GRANT_OPTION != 0;
+        let held: Vec<&'static str> = privilege::NAMES
+            .iter()
+            .filter(|(bit, _)| bits & bit != 0)
+            .map(|(_, name)| *name)
+            .collect();
+        if held.is_empty() && db.is_none() {
+            rows.push((grantee.clone(), None, "USAGE", grantable));
+        }
+        for name in held {
+            rows.push((grantee.clone(), db.map(str::to_owned), name, grantable));
+        }
+    };
+    if schema {
+        for (user, host, db, bits) in &snapshot.grants {
+            if visible(user, host) {
+                push(user, host, Some(db), *bits);
+            }
+        }
+    } else {
+        for a in &snapshot.accounts {
+            if visible(&a.user, &a.host) {
+                push(&a.user, &a.host, None, a.privileges);
+            }
+        }
+    }
+    Ok(rows)
 }
 
 fn native(error: skarv_client::Error) -> SqlError {
