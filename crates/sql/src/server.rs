@@ -364,6 +364,15 @@ impl Drop for Lease {
     }
 }
 
+/// A directory as MySQL shows one in a variable: with its final `/`.
+fn dir_text(dir: &std::path::Path) -> String {
+    let mut text = dir.display().to_string();
+    if !text.ends_with('/') {
+        text.push('/');
+    }
+    text
+}
+
 /// Shows the server's settings in the read-only variables.
 fn publish_settings(engine: &Engine, pool: &ClusterPool, options: &ServerOptions) {
     let ids: Vec<String> = pool
@@ -375,6 +384,17 @@ fn publish_settings(engine: &Engine, pool: &ClusterPool, options: &ServerOptions
         ("max_connections", options.max_connections.to_string()),
         ("port", options.port.to_string()),
         ("tmpdir", std::env::temp_dir().display().to_string()),
+        (
+            "datadir",
+            std::env::current_dir().map_or(String::new(), |d| dir_text(&d)),
+        ),
+        (
+            "basedir",
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(dir_text))
+                .unwrap_or_default(),
+        ),
         (
             "ndb_cluster_connection_pool",
             pool.clusters.len().to_string(),

@@ -340,7 +340,8 @@ fn database_of(conn: &Conn<'_>, words: &[String], upper: &[&str], at: usize) -> 
     Ok(db)
 }
 
-/// Whether `SHOW first second …` (upper case) is one of [`show`]'s.
+/// Whether `SHOW first second …` (upper case) is one of [`show`]'s (SHOW
+/// INDEX too, for its WHERE, which the parser does not take).
 pub fn is_server_show(first: &str, second: &str) -> bool {
     matches!(
         (first, second),
@@ -357,6 +358,7 @@ pub fn is_server_show(first: &str, second: &str) -> bool {
             | ("REPLICAS", _)
             | ("ALL", "SLAVES" | "REPLICAS")
             | ("ENGINE", _)
+            | ("INDEX" | "INDEXES" | "KEYS", "FROM" | "IN")
     )
 }
 
@@ -457,6 +459,9 @@ fn answer(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     match upper {
+        ["INDEX" | "INDEXES" | "KEYS", "FROM" | "IN", ..] => {
+            super::show::show_index_words(conn, words, upper, more, sink)
+        }
         ["PROCEDURE" | "FUNCTION", "STATUS", ..] => send(sink, ROUTINE_STATUS, Vec::new(), more),
         ["TRIGGERS", ..] => {
             database_of(conn, words, upper, 1).and_then(|_| send(sink, TRIGGERS, Vec::new(), more))

@@ -88,6 +88,10 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
     var("auto_increment_increment", int(1, 65_535), Scope::Both, "1"),
     var("auto_increment_offset", int(1, 65_535), Scope::Both, "1"),
     var("autocommit", BOOL, Scope::Both, "ON"),
+    // Where the binary lies (publish_settings), as a tool reads it.
+    var("basedir", TEXT, Scope::ReadOnly, ""),
+    // No binary log yet (log_bin is OFF); ROW is NDB's.
+    var("binlog_format", TEXT, Scope::ReadOnly, "ROW"),
     var("character_set_client", TEXT, Scope::Both, "utf8mb4"),
     var("character_set_connection", TEXT, Scope::Both, "utf8mb4"),
     var("character_set_database", TEXT, Scope::Both, "utf8mb4"),
@@ -114,10 +118,15 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::Both,
         "1000",
     ),
+    // The SQL node keeps no data: the directory it writes its files in
+    // (the slow query log), set at start.
+    var("datadir", TEXT, Scope::ReadOnly, ""),
     var("default_storage_engine", TEXT, Scope::Both, "ndbcluster"),
     var("div_precision_increment", int(0, 30), Scope::Both, "4"),
+    var("event_scheduler", TEXT, Scope::ReadOnly, "OFF"),
     var("explicit_defaults_for_timestamp", BOOL, Scope::Both, "ON"),
     var("foreign_key_checks", BOOL, Scope::Both, "ON"),
+    var("general_log", BOOL, Scope::ReadOnly, "OFF"),
     var(
         "group_concat_max_len",
         int(4, u32::MAX as u64),
@@ -125,6 +134,8 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         // MariaDB 10.11's default (MySQL 8's is 1024).
         "1048576",
     ),
+    var("gtid_mode", TEXT, Scope::ReadOnly, "OFF"),
+    var("have_query_cache", TEXT, Scope::ReadOnly, "NO"),
     var("have_ssl", TEXT, Scope::ReadOnly, "DISABLED"),
     // Read by Connector/J at connect; the SQL node runs no init_connect.
     var("init_connect", TEXT, Scope::ReadOnly, ""),
@@ -148,8 +159,10 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::Both,
         "31536000",
     ),
+    var("log_bin", BOOL, Scope::ReadOnly, "OFF"),
     var("log_queries_not_using_indexes", BOOL, Scope::Global, "OFF"),
     var("long_query_time", Kind::Seconds, Scope::Both, "10.000000"),
+    var("lower_case_file_system", BOOL, Scope::ReadOnly, "OFF"),
     var("lower_case_table_names", int(0, 2), Scope::ReadOnly, "0"),
     var(
         "max_allowed_packet",
@@ -171,6 +184,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::Global,
         "16382",
     ),
+    var("max_user_connections", int(0, 0), Scope::ReadOnly, "0"),
     var("min_examined_row_limit", int(0, u64::MAX), Scope::Both, "0"),
     var(
         "ndb_autoincrement_prefetch_sz",
@@ -211,11 +225,17 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
     var("protocol_version", int(0, 255), Scope::ReadOnly, "10"),
     var("query_cache_size", int(0, 0), Scope::ReadOnly, "0"),
     var("query_cache_type", TEXT, Scope::ReadOnly, "OFF"),
+    var("read_only", BOOL, Scope::ReadOnly, "OFF"),
     var("secure_file_priv", TEXT, Scope::ReadOnly, ""),
     var("server_id", int(0, u32::MAX as u64), Scope::Global, "1"),
+    // Accounts' hosts match addresses; the SQL node looks up no names.
+    var("skip_name_resolve", BOOL, Scope::ReadOnly, "ON"),
+    var("skip_networking", BOOL, Scope::ReadOnly, "OFF"),
     var("slow_query_log", BOOL, Scope::Global, "OFF"),
     // The default is the SQL node's (`Engine::set_slow_log_file`).
     var("slow_query_log_file", TEXT, Scope::Global, ""),
+    // The SQL node listens on TCP only.
+    var("socket", TEXT, Scope::ReadOnly, ""),
     // An ORDER BY sorts this many bytes of rows in memory, runs on disk
     // past it (exec::select::filesort; at least its 32 KiB). MariaDB
     // 10.11's default and bounds.
@@ -226,6 +246,9 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "2097152",
     ),
     var("sql_auto_is_null", BOOL, Scope::Both, "OFF"),
+    // Set by dumps of servers with a binary log (`SET @@SESSION.SQL_LOG_BIN
+    // = 0`); Skarv has none to write.
+    var("sql_log_bin", BOOL, Scope::Both, "ON"),
     var(
         "sql_mode",
         TEXT,
@@ -242,6 +265,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "18446744073709551615",
     ),
     var("sql_warnings", BOOL, Scope::Both, "OFF"),
+    var("super_read_only", BOOL, Scope::ReadOnly, "OFF"),
     var("system_time_zone", TEXT, Scope::ReadOnly, "UTC"),
     var("thread_handling", TEXT, Scope::ReadOnly, "pool-of-threads"),
     var(
@@ -2440,20 +2464,32 @@ pub fn show_variables(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let pattern = like_filter(filter)?;
+    let rows = variable_rows(conn, global)
+        .into_iter()
+        .filter(|(name, _)| pattern.as_deref().is_none_or(|p| like_matches(p, name)))
+        .map(|(name, value)| {
+            vec![
+                SqlValue::Bytes(name.as_bytes().to_vec()),
+                SqlValue::Bytes(value.into_bytes()),
+            ]
+        })
+        .collect();
+    send_rows(sink, &name_value_columns(), rows, more)?;
+    Ok(Answered::Done)
+}
+
+/// Every system variable and its value (the session's, or `global`),
+/// in name order: `SHOW VARIABLES` and `information_schema`'s
+/// `SESSION_VARIABLES`/`GLOBAL_VARIABLES`.
+pub fn variable_rows(conn: &Conn<'_>, global: bool) -> Vec<(&'static str, String)> {
     let globals = conn
         .engine
         .globals
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .share();
-    let mut rows = Vec::new();
+    let mut rows = Vec::with_capacity(SYSTEM_VARIABLES.len());
     for sys in SYSTEM_VARIABLES {
-        if pattern
-            .as_deref()
-            .is_some_and(|p| !like_matches(p, sys.name))
-        {
-            continue;
-        }
         let value = if sys.name == "autocommit" && !global {
             if conn.session.autocommit { "ON" } else { "OFF" }.to_owned()
         } else if global || sys.scope == Scope::Global {
@@ -2465,13 +2501,9 @@ pub fn show_variables(
                 .unwrap_or(sys.default)
                 .to_owned()
         };
-        rows.push(vec![
-            SqlValue::Bytes(sys.name.as_bytes().to_vec()),
-            SqlValue::Bytes(value.into_bytes()),
-        ]);
+        rows.push((sys.name, value));
     }
-    send_rows(sink, &name_value_columns(), rows, more)?;
-    Ok(Answered::Done)
+    rows
 }
 
 /// `SHOW [GLOBAL|SESSION] STATUS [LIKE 'p']` (`engine::status`).

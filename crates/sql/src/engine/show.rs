@@ -40,6 +40,7 @@ pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "EVENTS",
     "FILES",
     "GLOBAL_STATUS",
+    "GLOBAL_VARIABLES",
     "KEY_COLUMN_USAGE",
     "PARAMETERS",
     "PARTITIONS",
@@ -50,6 +51,7 @@ pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "SCHEMATA",
     "SCHEMA_PRIVILEGES",
     "SESSION_STATUS",
+    "SESSION_VARIABLES",
     "STATISTICS",
     "TABLES",
     "TABLE_CONSTRAINTS",
@@ -263,9 +265,8 @@ pub fn statement(
     }
 }
 
-/// `SHOW INDEX|INDEXES|KEYS FROM t [FROM db]`, `SHOW ENGINES`, `SHOW
-/// TABLE STATUS` (without its LIKE, which sqlparser drops: `ddl::recognise`
-/// keeps it), which sqlparser hands over as words.
+/// `SHOW ENGINES`, `SHOW TABLE STATUS` (without its LIKE, which sqlparser
+/// drops: `ddl::recognise` keeps it), which sqlparser hands over as words.
 fn show_words(
     conn: &mut Conn<'_>,
     words: &[Ident],
@@ -276,25 +277,6 @@ fn show_words(
     let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
     match upper.as_slice() {
         ["ENGINES"] | ["STORAGE", "ENGINES"] => show_engines(more, sink),
-        ["INDEX" | "INDEXES" | "KEYS", "FROM" | "IN", ..] => {
-            // The words lose the condition's operators: refuse rather than
-            // show every row.
-            if upper.contains(&"WHERE") {
-                return Err(SqlError::unsupported("SHOW INDEX … WHERE"));
-            }
-            // The words lose the dots: `FROM db.t` is [FROM, db, t], `FROM t
-            // FROM db` [FROM, t, FROM, db].
-            let table = words.get(2).map(|w| w.value.clone()).unwrap_or_default();
-            let (db, table) = match (upper.get(3), words.get(3), words.get(4)) {
-                (Some(&("FROM" | "IN")), _, Some(db)) => (Some(db.value.clone()), table),
-                (None, ..) => (None, table),
-                (Some(_), Some(t), None) => (Some(table), t.value.clone()),
-                _ => return Err(SqlError::syntax("SHOW INDEX FROM [db.]t [FROM db]")),
-            };
-            let info = catalog::table(conn, db.as_deref(), &table)?;
-            super::stats::refresh(conn, &info);
-            show_index(&info, more, sink)
-        }
         ["TABLE", "STATUS", rest @ ..] => {
             let db = match rest {
                 ["FROM" | "IN", ..] => words.get(3).map(|w| w.value.clone()),
@@ -826,7 +808,9 @@ pub(crate) fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>>
         "REFERENTIAL_CONSTRAINTS" => referential_constraints_columns(),
         "TABLE_CONSTRAINTS" => table_constraints_columns(),
         "PROCESSLIST" => super::session::processlist_columns(true, true),
-        "GLOBAL_STATUS" | "SESSION_STATUS" => status_columns(),
+        "GLOBAL_STATUS" | "SESSION_STATUS" | "GLOBAL_VARIABLES" | "SESSION_VARIABLES" => {
+            status_columns()
+        }
         other => return super::server_info::columns(other),
     })
 }
@@ -880,6 +864,28 @@ fn index_rows(info: &TableInfo) -> Vec<IndexRow> {
         }
     }
     out
+}
+
+/// `SHOW INDEX|INDEXES|KEYS FROM t [FROM db]` from its words, which have
+/// lost their dots: `FROM db.t` is [INDEX, FROM, db, t], `FROM t FROM db`
+/// [INDEX, FROM, t, FROM, db] (its WHERE is `server_info::show`'s).
+pub(crate) fn show_index_words(
+    conn: &mut Conn<'_>,
+    words: &[String],
+    upper: &[&str],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let table = words.get(2).cloned().unwrap_or_default();
+    let (db, table) = match (upper.get(3), words.get(3), words.get(4)) {
+        (Some(&("FROM" | "IN")), _, Some(db)) if words.len() == 5 => (Some(db.clone()), table),
+        (None, ..) => (None, table),
+        (Some(_), Some(t), None) => (Some(table), t.clone()),
+        _ => return Err(SqlError::syntax("SHOW INDEX FROM [db.]t [FROM db]")),
+    };
+    let info = catalog::table(conn, db.as_deref(), &table)?;
+    super::stats::refresh(conn, &info);
+    show_index(&info, more, sink)
 }
 
 fn show_index(info: &TableInfo, more: bool, sink: &mut dyn ResultSink) -> SqlResult<Answered> {
@@ -1332,6 +1338,19 @@ pub fn information_schema_rows(
         "TABLE_CONSTRAINTS" => table_constraints(conn)?,
         // This SQL node's connections only (as SHOW PROCESSLIST).
         "PROCESSLIST" => super::session::processlist(conn, true, true),
+        "GLOBAL_VARIABLES" | "SESSION_VARIABLES" => {
+            let global = upper == "GLOBAL_VARIABLES";
+            let rows = super::session::variable_rows(conn, global)
+                .into_iter()
+                .map(|(name, value)| {
+                    vec![
+                        SqlValue::Bytes(name.to_ascii_uppercase().into_bytes()),
+                        SqlValue::Bytes(value.into_bytes()),
+                    ]
+                })
+                .collect();
+            (status_columns(), rows)
+        }
         "GLOBAL_STATUS" | "SESSION_STATUS" => {
             let global = upper == "GLOBAL_STATUS";
             let rows = super::status::rows(conn, global)
@@ -1370,8 +1389,9 @@ pub fn information_schema_rows(
 
 type Rows = (Vec<ColumnMeta>, Vec<Vec<SqlValue>>);
 
-/// `information_schema.GLOBAL_STATUS`/`SESSION_STATUS`: MariaDB's layout
-/// (names in capitals).
+/// `information_schema.GLOBAL_STATUS`/`SESSION_STATUS` and
+/// `GLOBAL_VARIABLES`/`SESSION_VARIABLES`: MariaDB's layout (names in
+/// capitals).
 fn status_columns() -> Vec<ColumnMeta> {
     let text = |n: &str, length: u32| {
         ColumnMeta::expr(
