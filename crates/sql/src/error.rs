@@ -212,6 +212,10 @@ pub mod codes {
     pub const NOT_SUPPORTED_YET: u16 = 1235;
     /// ER_NON_UPDATABLE_TABLE.
     pub const NON_UPDATABLE_TABLE: u16 = 1288;
+    /// "Column 'c' is not updatable" (a view's expression column).
+    pub const NONUPDATEABLE_COLUMN: u16 = 1348;
+    /// "The target table v of the INSERT is not insertable-into".
+    pub const NON_INSERTABLE_TABLE: u16 = 1471;
     /// ER_UPDATE_TABLE_USED: a multi-table DELETE's subquery reads a table
     /// it deletes from.
     pub const UPDATE_TABLE_USED: u16 = 1093;

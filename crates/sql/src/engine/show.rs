@@ -1577,18 +1577,19 @@ fn views_columns() -> Vec<ColumnMeta> {
     ]
 }
 
-/// One row per view; none is updatable in Skarv.
+/// One row per view; IS_UPDATABLE as `exec::through_view` decides.
 fn views(conn: &Conn<'_>) -> SqlResult<Rows> {
     let rows = super::views::list(conn, None)?
         .into_iter()
         .map(|v| {
+            let updatable = super::exec::through_view::is_updatable(&v);
             vec![
                 text(CATALOG),
                 text(v.db),
                 text(v.name),
                 text(v.body),
                 text("NONE"),
-                text("NO"),
+                text(if updatable { "YES" } else { "NO" }),
                 text(v.definer.replace('`', "")),
                 text(v.security),
                 text("utf8mb4"),

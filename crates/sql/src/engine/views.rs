@@ -4,8 +4,8 @@
 //! [`VIEWS_TABLE`] (its query's text, with the tables it names qualified
 //! by their database), so every SQL node sees it and it outlives any SQL
 //! node. A SELECT reads a view as a derived table of its query (always
-//! materialised, whatever ALGORITHM says). Views are read-only: writes
-//! through one answer 1105.
+//! materialised, whatever ALGORITHM says). Writes through an updatable
+//! view become writes of its table (`exec::through_view`).
 
 use schema::{Collation, ColumnType as NativeType, TableDef, Value};
 use skarv_client::{ExecMode, Op, ScanOptions};

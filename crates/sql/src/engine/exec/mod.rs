@@ -14,6 +14,7 @@ pub mod pushed;
 mod select;
 mod semi;
 pub mod subquery;
+pub(crate) mod through_view;
 mod window;
 mod write;
 pub(crate) use write::{
@@ -174,7 +175,17 @@ pub fn write(
     start_write(conn)?;
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
-    write::run(conn, statement, &params, &placeholders)
+    match write::run(conn, statement, &params, &placeholders) {
+        // The target is a view (`table_of`): the statement of its table,
+        // when it is updatable; checked only once a write fails so.
+        Err(e) if e.code == codes::NON_UPDATABLE_TABLE => {
+            match through_view::rewrite(conn, statement)? {
+                Some(rewritten) => write::run(conn, &rewritten, &params, &placeholders),
+                None => Err(e),
+            }
+        }
+        answered => answered,
+    }
 }
 
 /// What every statement that writes rows (INSERT, UPDATE, DELETE, LOAD
@@ -707,7 +718,7 @@ pub(crate) fn keep_warning(conn: &mut Conn<'_>, code: u16, message: String) {
 }
 
 /// The table a name names (`db.t` or `t`) to change or read: a view is
-/// refused (1105: Skarv's views are read-only).
+/// 1288, on which `write` writes through it when it can (`through_view`).
 fn table_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc<TableInfo>> {
     if let Some((db, table)) = select::virtual_table(conn, name) {
         if crate::engine::catalog::is_ndbinfo(&db) {
@@ -723,10 +734,14 @@ fn table_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc
     }
     match source_of(conn, name)? {
         Source::Table(t) => Ok(t),
-        Source::View(v) => Err(SqlError::unsupported(format_args!(
-            "changing rows through a view ('{}.{}'): views are read-only in Skarv",
-            v.db, v.name
-        ))),
+        // `write` writes through it when it can (`through_view`).
+        Source::View(v) => Err(SqlError::new(
+            codes::NON_UPDATABLE_TABLE,
+            format!(
+                "The target table {} of the statement is not updatable",
+                v.name
+            ),
+        )),
         Source::Cte(_) => Err(SqlError::new(
             codes::NON_UPDATABLE_TABLE,
             format!("The target table {name} of the statement is not updatable"),

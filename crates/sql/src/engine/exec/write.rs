@@ -2364,12 +2364,13 @@ impl Targets {
 fn lower_targets(
     conn: &Conn<'_>,
     table: &Arc<TableInfo>,
+    alias: &str,
     selection: Option<&ast::Expr>,
     order_by: &[ast::OrderByExpr],
     limit: Option<&ast::Expr>,
     placeholders: &[Location],
 ) -> SqlResult<Targets> {
-    let columns = table_scope(table, &table.name);
+    let columns = table_scope(table, alias);
     with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "WHERE";
         let cond = selection
@@ -3353,6 +3354,17 @@ pub(super) fn delete_target(del: &ast::Delete) -> Option<&ast::TableWithJoins> {
     }
 }
 
+/// The name a single-table UPDATE or DELETE knows its table by: its alias
+/// (`UPDATE t AS x … WHERE x.id = 1`), else its name.
+fn target_alias<'a>(from: &'a ast::TableWithJoins, table: &'a TableInfo) -> &'a str {
+    match &from.relation {
+        ast::TableFactor::Table {
+            alias: Some(alias), ..
+        } => &alias.name.value,
+        _ => &table.name,
+    }
+}
+
 fn single_table(from: &ast::TableWithJoins) -> SqlResult<&ast::ObjectName> {
     match &from.relation {
         ast::TableFactor::Table { name, .. } => Ok(name),
@@ -3371,8 +3383,9 @@ fn update(
     }
     let table =
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&up.table)?)?)?;
+    let alias = target_alias(&up.table, &table).to_owned();
     super::subquery::prepare(conn, up, 0, placeholders, Some(params))?;
-    let columns = table_scope(&table, &table.name);
+    let columns = table_scope(&table, &alias);
     super::correlated::plan(conn, up, 0, &columns, &[], placeholders)?;
     let environment = env(conn);
     let assignments = with_scope(conn, columns, placeholders, |scope| {
@@ -3397,6 +3410,7 @@ fn update(
     let mut targets = lower_targets(
         conn,
         &table,
+        &alias,
         up.selection.as_ref(),
         &up.order_by,
         up.limit.as_ref(),
@@ -3657,13 +3671,15 @@ fn delete(
     };
     let table =
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(target)?)?)?;
+    let alias = target_alias(target, &table).to_owned();
     super::subquery::prepare(conn, del, 0, placeholders, Some(params))?;
-    let columns = table_scope(&table, &table.name);
+    let columns = table_scope(&table, &alias);
     super::correlated::plan(conn, &del.selection, 0, &columns, &[], placeholders)?;
     super::correlated::plan(conn, &del.order_by, 0, &columns, &[], placeholders)?;
     let mut targets = lower_targets(
         conn,
         &table,
+        &alias,
         del.selection.as_ref(),
         &del.order_by,
         del.limit.as_ref(),
@@ -3797,8 +3813,9 @@ pub fn explain(
     let (table, select_type, targets, assignments) = match statement {
         Statement::Update(up) => {
             let table = table_of(conn, single_table(&up.table)?)?;
+            let alias = target_alias(&up.table, &table).to_owned();
             super::subquery::prepare(conn, up, 0, &[], Some(params))?;
-            let columns = table_scope(&table, &table.name);
+            let columns = table_scope(&table, &alias);
             super::correlated::plan(conn, up, 0, &columns, &[], &[])?;
             let assignments = with_scope(conn, columns, &[], |scope| {
                 scope.clause = "SET";
@@ -3810,6 +3827,7 @@ pub fn explain(
             let targets = lower_targets(
                 conn,
                 &table,
+                &alias,
                 up.selection.as_ref(),
                 &up.order_by,
                 up.limit.as_ref(),
@@ -3821,13 +3839,15 @@ pub fn explain(
             let target = delete_target(del)
                 .ok_or_else(|| SqlError::unsupported("EXPLAIN of this DELETE"))?;
             let table = table_of(conn, single_table(target)?)?;
+            let alias = target_alias(target, &table).to_owned();
             super::subquery::prepare(conn, del, 0, &[], Some(params))?;
-            let columns = table_scope(&table, &table.name);
+            let columns = table_scope(&table, &alias);
             super::correlated::plan(conn, &del.selection, 0, &columns, &[], &[])?;
             super::correlated::plan(conn, &del.order_by, 0, &columns, &[], &[])?;
             let targets = lower_targets(
                 conn,
                 &table,
+                &alias,
                 del.selection.as_ref(),
                 &del.order_by,
                 del.limit.as_ref(),

@@ -1,0 +1,523 @@
+//! Writes through a view: INSERT, REPLACE, UPDATE and DELETE whose target
+//! is an updatable view become the same statement of the view's table, as
+//! MySQL's MERGE algorithm runs them.
+//!
+//! A view is updatable when its query reads one table (or one updatable
+//! view) with no DISTINCT, GROUP BY, HAVING, aggregate, window function,
+//! UNION, LIMIT or WITH: each of its rows is then one row of that table.
+//! The rewrite (one level per view, at most `VIEW_NESTING_MAX` as a read
+//! of views follows):
+//! - the target becomes the view's table, under the view's alias for it;
+//! - every column of the view the statement names (bare, or qualified by
+//!   the view's name or the statement's alias for it) becomes the view's
+//!   expression for it; a name the view has not is 1054, as MySQL's (the
+//!   table's other columns are not visible through the view). Names inside
+//!   a subquery of the statement are the subquery's and left alone;
+//! - UPDATE and DELETE add the view's WHERE to theirs, so they change only
+//!   rows the view shows;
+//! - a column set or inserted must be a plain column of the table in the
+//!   view (1348 for an expression's); an INSERT without a column list
+//!   needs every view column to be one (1471), and fills the table's other
+//!   columns with their defaults.
+//!
+//! WITH CHECK OPTION is not parsed (1064 at CREATE VIEW), so a row written
+//! through a view may fall outside it, as in MySQL without the option.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, Statement, VisitMut, VisitorMut};
+
+use super::derived::VIEW_NESTING_MAX;
+use super::{source_of, Source};
+use crate::engine::views::View;
+use crate::engine::Conn;
+use crate::error::{codes, SqlError, SqlResult};
+
+/// The statement `statement` (an INSERT, REPLACE, UPDATE or DELETE of one
+/// target) becomes once every view it writes through is replaced by its
+/// table; None when its target is no view.
+pub(crate) fn rewrite(conn: &Conn<'_>, statement: &Statement) -> SqlResult<Option<Statement>> {
+    let mut current: Option<Statement> = None;
+    for _ in 0..VIEW_NESTING_MAX {
+        let now = current.as_ref().unwrap_or(statement);
+        let Some(name) = target_name(now) else {
+            return Ok(current);
+        };
+        let view = match source_of(conn, name)? {
+            Source::View(v) => v,
+            Source::Table(_) | Source::Cte(_) => return Ok(current),
+        };
+        current = Some(one_view(conn, now, name, &view)?);
+    }
+    Err(SqlError::unsupported(format_args!(
+        "writes through more than {VIEW_NESTING_MAX} views over views"
+    )))
+}
+
+/// The one table an INSERT, UPDATE or DELETE writes, by name.
+fn target_name(statement: &Statement) -> Option<&ast::ObjectName> {
+    match statement {
+        Statement::Insert(ins) => match &ins.table {
+            ast::TableObject::TableName(name) => Some(name),
+            _ => None,
+        },
+        Statement::Update(up) if !super::multi::is_multi_update(up) => match &up.table.relation {
+            ast::TableFactor::Table { name, .. } => Some(name),
+            _ => None,
+        },
+        Statement::Delete(del) => match &super::write::delete_target(del)?.relation {
+            ast::TableFactor::Table { name, .. } => Some(name),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The statement's verb, as MySQL's messages name it.
+fn verb(statement: &Statement) -> &'static str {
+    match statement {
+        Statement::Insert(ins) if ins.replace_into => "REPLACE",
+        Statement::Insert(_) => "INSERT",
+        Statement::Update(_) => "UPDATE",
+        _ => "DELETE",
+    }
+}
+
+/// A view's query taken apart for writing through it.
+struct Updatable {
+    /// The table (or view) it reads, and its alias there.
+    base: ast::ObjectName,
+    base_alias: Option<ast::TableAlias>,
+    /// Its columns: name, the expression over the base, and the base
+    /// column when the expression is one.
+    columns: Vec<(String, ast::Expr, Option<ast::Ident>)>,
+    /// Its WHERE.
+    selection: Option<ast::Expr>,
+}
+
+/// Whether a view can be written through (`information_schema.VIEWS`'s
+/// IS_UPDATABLE).
+pub(crate) fn is_updatable(view: &View) -> bool {
+    view.query()
+        .ok()
+        .as_ref()
+        .and_then(updatable_select)
+        .is_some()
+}
+
+/// The SELECT of an updatable view's query, else None.
+fn updatable_select(query: &ast::Query) -> Option<&ast::Select> {
+    if query.with.is_some() || query.limit_clause.is_some() || query.fetch.is_some() {
+        return None;
+    }
+    let ast::SetExpr::Select(select) = &*query.body else {
+        return None;
+    };
+    let grouped = match &select.group_by {
+        ast::GroupByExpr::All(_) => true,
+        ast::GroupByExpr::Expressions(e, _) => !e.is_empty(),
+    };
+    let one_table = matches!(
+        select.from.as_slice(),
+        [ast::TableWithJoins { relation: ast::TableFactor::Table { args: None, .. }, joins }]
+            if joins.is_empty()
+    );
+    if select.distinct.is_some()
+        || grouped
+        || select.having.is_some()
+        || select.qualify.is_some()
+        || !one_table
+        || super::cte::has_aggregate(select)
+        || select.projection.iter().any(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                reads_subquery(e)
+            }
+            _ => false,
+        })
+    {
+        return None;
+    }
+    Some(select)
+}
+
+/// Whether a select item reads a subquery (its value is then no column of
+/// the table's row).
+fn reads_subquery(e: &ast::Expr) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(e, |e| {
+        if matches!(
+            e,
+            ast::Expr::Subquery(_)
+                | ast::Expr::Exists { .. }
+                | ast::Expr::In {
+                    target: ast::InTarget::Subquery(_),
+                    ..
+                }
+        ) {
+            found = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    found
+}
+
+/// The view taken apart; 1288 (1471 for an INSERT) when it is not
+/// updatable.
+fn updatable(conn: &Conn<'_>, view: &View, shown: &str, verb: &str) -> SqlResult<Updatable> {
+    let query = view.query()?;
+    let not_updatable = || {
+        if matches!(verb, "INSERT" | "REPLACE") {
+            SqlError::new(
+                codes::NON_INSERTABLE_TABLE,
+                format!("The target table {shown} of the {verb} is not insertable-into"),
+            )
+        } else {
+            SqlError::new(
+                codes::NON_UPDATABLE_TABLE,
+                format!("The target table {shown} of the {verb} is not updatable"),
+            )
+        }
+    };
+    let Some(select) = updatable_select(&query) else {
+        return Err(not_updatable());
+    };
+    let ast::TableFactor::Table { name, alias, .. } = &select.from[0].relation else {
+        return Err(not_updatable());
+    };
+    let mut columns = Vec::new();
+    for item in &select.projection {
+        match item {
+            ast::SelectItem::UnnamedExpr(e) => {
+                columns.push((crate::engine::expr::item_name(e, ""), e.clone()));
+            }
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                columns.push((alias.value.clone(), expr.clone()));
+            }
+            ast::SelectItem::ExprWithAliases { .. } => return Err(not_updatable()),
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                for column in base_column_names(conn, name)? {
+                    let e = ast::Expr::Identifier(ast::Ident::new(column.clone()));
+                    columns.push((column, e));
+                }
+            }
+        }
+    }
+    if !view.columns.is_empty() {
+        if view.columns.len() != columns.len() {
+            return Err(not_updatable());
+        }
+        for (c, given) in columns.iter_mut().zip(&view.columns) {
+            c.0.clone_from(given);
+        }
+    }
+    let columns = columns
+        .into_iter()
+        .map(|(name, e)| {
+            let base = match &e {
+                ast::Expr::Identifier(i) => Some(i.clone()),
+                ast::Expr::CompoundIdentifier(parts) => parts.last().cloned(),
+                _ => None,
+            };
+            (name, e, base)
+        })
+        .collect();
+    Ok(Updatable {
+        base: name.clone(),
+        base_alias: alias.clone(),
+        columns,
+        selection: select.selection.clone(),
+    })
+}
+
+/// The column names of the table or view `name` (a view's `*`).
+fn base_column_names(conn: &Conn<'_>, name: &ast::ObjectName) -> SqlResult<Vec<String>> {
+    match source_of(conn, name)? {
+        Source::Table(t) => Ok(t.columns.iter().map(|c| c.name.clone()).collect()),
+        Source::View(v) => Ok(updatable(conn, &v, &v.name, "UPDATE")?
+            .columns
+            .into_iter()
+            .map(|(n, ..)| n)
+            .collect()),
+        Source::Cte(_) => Err(SqlError::unsupported("a view of a WITH query")),
+    }
+}
+
+/// `statement`, whose target `name` is `view`, written against the view's
+/// table.
+fn one_view(
+    conn: &Conn<'_>,
+    statement: &Statement,
+    name: &ast::ObjectName,
+    view: &View,
+) -> SqlResult<Statement> {
+    let verb = verb(statement);
+    let shown = name.0.last().map_or_else(
+        || view.name.clone(),
+        |p| p.to_string().trim_matches('`').to_owned(),
+    );
+    let u = updatable(conn, view, &shown, verb)?;
+    let mut out = statement.clone();
+    match &mut out {
+        Statement::Insert(ins) => {
+            ins.table = ast::TableObject::TableName(u.base.clone());
+            ins.table_alias = None;
+            let named: Vec<ast::Ident> = if ins.columns.is_empty() {
+                if u.columns.iter().any(|c| c.2.is_none()) {
+                    return Err(SqlError::new(
+                        codes::NON_INSERTABLE_TABLE,
+                        format!("The target table {shown} of the {verb} is not insertable-into"),
+                    ));
+                }
+                u.columns.iter().filter_map(|c| c.2.clone()).collect()
+            } else {
+                ins.columns
+                    .iter()
+                    .map(|c| {
+                        let parts = crate::engine::expr::name_parts(c);
+                        settable(&u, parts.last().map_or("", String::as_str), "INSERT INTO")
+                    })
+                    .collect::<SqlResult<_>>()?
+            };
+            ins.columns = named
+                .into_iter()
+                .map(|i| ast::ObjectName(vec![ast::ObjectNamePart::Identifier(i)]))
+                .collect();
+            let scope = Names {
+                u: &u,
+                qualifiers: qualifiers(name, None, view),
+            };
+            if let Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) = &mut ins.on {
+                for a in assignments {
+                    assign(&scope, a, "UPDATE", "field list")?;
+                }
+            }
+        }
+        Statement::Update(up) => {
+            let ast::TableFactor::Table { name, alias, .. } = &mut up.table.relation else {
+                return Err(SqlError::unsupported("this UPDATE through a view"));
+            };
+            let scope = Names {
+                u: &u,
+                qualifiers: qualifiers(name, alias.as_ref(), view),
+            };
+            *name = u.base.clone();
+            alias.clone_from(&u.base_alias);
+            for a in &mut up.assignments {
+                assign(&scope, a, "SET", "SET")?;
+            }
+            up.selection = scope.filtered(up.selection.take())?;
+            for o in &mut up.order_by {
+                scope.substitute(&mut o.expr, "ORDER BY")?;
+            }
+        }
+        Statement::Delete(del) => {
+            let from = match &mut del.from {
+                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+            };
+            let Some(ast::TableWithJoins {
+                relation: ast::TableFactor::Table { name, alias, .. },
+                ..
+            }) = from.first_mut()
+            else {
+                return Err(SqlError::unsupported("this DELETE through a view"));
+            };
+            if !del.tables.is_empty() {
+                return Err(SqlError::unsupported("DELETE v FROM v through a view"));
+            }
+            let scope = Names {
+                u: &u,
+                qualifiers: qualifiers(name, alias.as_ref(), view),
+            };
+            *name = u.base.clone();
+            alias.clone_from(&u.base_alias);
+            del.selection = scope.filtered(del.selection.take())?;
+            for o in &mut del.order_by {
+                scope.substitute(&mut o.expr, "ORDER BY")?;
+            }
+        }
+        _ => return Err(SqlError::unsupported("this statement through a view")),
+    }
+    Ok(out)
+}
+
+/// The names a column of the view may be qualified by: the statement's
+/// alias for it, else its name (`v`, `db.v`).
+fn qualifiers(
+    name: &ast::ObjectName,
+    alias: Option<&ast::TableAlias>,
+    view: &View,
+) -> Vec<Vec<String>> {
+    match alias {
+        Some(a) => vec![vec![a.name.value.clone()]],
+        None => {
+            let parts = crate::engine::expr::name_parts(name);
+            let last = parts.last().cloned().unwrap_or_default();
+            vec![vec![last.clone()], vec![view.db.clone(), last]]
+        }
+    }
+}
+
+/// The base column a written view column names: 1054 for a name the view
+/// has not, 1348 for a column that is an expression.
+fn settable(u: &Updatable, column: &str, clause: &str) -> SqlResult<ast::Ident> {
+    let Some((name, _, base)) = u
+        .columns
+        .iter()
+        .find(|(n, ..)| n.eq_ignore_ascii_case(column))
+    else {
+        return Err(unknown(column, clause));
+    };
+    base.clone().ok_or_else(|| {
+        SqlError::new(
+            codes::NONUPDATEABLE_COLUMN,
+            format!("Column '{name}' is not updatable"),
+        )
+    })
+}
+
+fn unknown(column: &str, clause: &str) -> SqlError {
+    SqlError::new(
+        codes::BAD_FIELD,
+        format!("Unknown column '{column}' in '{clause}'"),
+    )
+}
+
+/// A SET (or ON DUPLICATE KEY UPDATE) item through the view; `target`
+/// and `value`: the clauses a 1054 names for each (MariaDB's words).
+fn assign(
+    scope: &Names<'_>,
+    a: &mut ast::Assignment,
+    target_clause: &str,
+    value_clause: &str,
+) -> SqlResult<()> {
+    let ast::AssignmentTarget::ColumnName(target) = &mut a.target else {
+        return Err(SqlError::unsupported("tuple assignments"));
+    };
+    let parts = crate::engine::expr::name_parts(target);
+    let Some((column, qualifier)) = parts.split_last() else {
+        return Err(SqlError::syntax("an empty column name"));
+    };
+    if !qualifier.is_empty() && !scope.qualifies(qualifier) {
+        return Err(unknown(&parts.join("."), target_clause));
+    }
+    let base = settable(scope.u, column, target_clause)?;
+    *target = ast::ObjectName(vec![ast::ObjectNamePart::Identifier(base)]);
+    if !super::write::is_default_word(&a.value) {
+        scope.substitute(&mut a.value, value_clause)?;
+    }
+    Ok(())
+}
+
+/// The view's columns as a statement names them.
+struct Names<'a> {
+    u: &'a Updatable,
+    qualifiers: Vec<Vec<String>>,
+}
+
+impl Names<'_> {
+    fn qualifies(&self, qualifier: &[String]) -> bool {
+        self.qualifiers.iter().any(|q| {
+            q.len() == qualifier.len()
+                && q.iter()
+                    .zip(qualifier)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+        })
+    }
+
+    /// The view's WHERE and the statement's, both over the base table.
+    fn filtered(&self, selection: Option<ast::Expr>) -> SqlResult<Option<ast::Expr>> {
+        let mine = match selection {
+            Some(mut e) => {
+                self.substitute(&mut e, "WHERE")?;
+                Some(e)
+            }
+            None => None,
+        };
+        Ok(match (self.u.selection.clone(), mine) {
+            (Some(view), Some(mine)) => Some(ast::Expr::BinaryOp {
+                left: Box::new(ast::Expr::Nested(Box::new(view))),
+                op: ast::BinaryOperator::And,
+                right: Box::new(ast::Expr::Nested(Box::new(mine))),
+            }),
+            (view, mine) => view.or(mine),
+        })
+    }
+
+    /// Replaces every column of the view `e` names (outside its
+    /// subqueries) by the view's expression for it.
+    fn substitute(&self, e: &mut ast::Expr, clause: &str) -> SqlResult<()> {
+        struct Sub<'n, 'c> {
+            names: &'n Names<'n>,
+            clause: &'c str,
+            depth: usize,
+            failure: Option<SqlError>,
+        }
+        impl VisitorMut for Sub<'_, '_> {
+            type Break = ();
+            fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+                self.depth += 1;
+                ControlFlow::Continue(())
+            }
+            fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+                self.depth -= 1;
+                ControlFlow::Continue(())
+            }
+            fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+                if self.depth > 0 {
+                    return ControlFlow::Continue(());
+                }
+                let default = super::write::is_default_word(e);
+                let (column, qualifier): (String, Vec<String>) = match e {
+                    // DEFAULT is a word, `@x` a user variable.
+                    ast::Expr::Identifier(i) if !default && !i.value.starts_with('@') => {
+                        (i.value.clone(), Vec::new())
+                    }
+                    ast::Expr::CompoundIdentifier(parts) => {
+                        let mut names: Vec<String> =
+                            parts.iter().map(|p| p.value.clone()).collect();
+                        let last = names.pop().unwrap_or_default();
+                        (last, names)
+                    }
+                    _ => return ControlFlow::Continue(()),
+                };
+                let found = self
+                    .names
+                    .u
+                    .columns
+                    .iter()
+                    .find(|(n, ..)| n.eq_ignore_ascii_case(&column));
+                match found {
+                    Some((_, expr, _))
+                        if qualifier.is_empty() || self.names.qualifies(&qualifier) =>
+                    {
+                        *e = match expr {
+                            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => {
+                                expr.clone()
+                            }
+                            other => ast::Expr::Nested(Box::new(other.clone())),
+                        };
+                        ControlFlow::Continue(())
+                    }
+                    _ => {
+                        let mut shown = qualifier;
+                        shown.push(column);
+                        self.failure = Some(unknown(&shown.join("."), self.clause));
+                        ControlFlow::Break(())
+                    }
+                }
+            }
+        }
+        let mut sub = Sub {
+            names: self,
+            clause,
+            depth: 0,
+            failure: None,
+        };
+        let _ = e.visit(&mut sub);
+        match sub.failure {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+}
