@@ -216,6 +216,11 @@ pub mod codes {
     pub const NONUPDATEABLE_COLUMN: u16 = 1348;
     /// "The target table v of the INSERT is not insertable-into".
     pub const NON_INSERTABLE_TABLE: u16 = 1471;
+    /// "CHECK OPTION on non-updatable view `db`.`v`".
+    pub const VIEW_NONUPD_CHECK: u16 = 1368;
+    /// "CHECK OPTION failed `db`.`v`": a row written through a view
+    /// WITH CHECK OPTION that the view would not show.
+    pub const VIEW_CHECK_FAILED: u16 = 1369;
     /// ER_UPDATE_TABLE_USED: a multi-table DELETE's subquery reads a table
     /// it deletes from.
     pub const UPDATE_TABLE_USED: u16 = 1093;
@@ -314,6 +319,7 @@ pub fn state_of(code: u16) -> &'static str {
         WARN_DATA_TRUNCATED | WARN_TOO_FEW_RECORDS | WARN_TOO_MANY_RECORDS => "01000",
         NET_READ_ERROR => "08S01",
         NO_SUCH_INDEX | REGEXP_ERROR | SP_DOES_NOT_EXIST => "42000",
+        VIEW_CHECK_FAILED => "44000",
         CANT_DROP_FIELD_OR_KEY => "42000",
         DB_CREATE_EXISTS | DB_DROP_EXISTS => "HY000",
         QUERY_INTERRUPTED => "70100",

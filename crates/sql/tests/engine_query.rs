@@ -228,6 +228,58 @@ fn sql_over_a_sandbox() {
     temporary_tables(&engine, &session);
     maintenance_and_server_info(&engine, &session, &mut conn);
     single_table_aliases(&mut conn);
+    check_options_as_mysql_8(&mut conn);
+}
+
+/// WITH CHECK OPTION over views with options of their own, as MySQL 8
+/// (5.7.6 on) checks them: LOCAL, and no option, still check the views
+/// under them that have one; CASCADED checks every view under it. MariaDB
+/// 10.11 checks only the view written through under LOCAL, so these are
+/// not in tests/sql/views_write.test.
+fn check_options_as_mysql_8(conn: &mut Conn<'_>) {
+    ok(conn, "CREATE TABLE ct (id INT PRIMARY KEY, a INT)");
+    for view in [
+        "c1 AS SELECT id, a FROM ct WHERE a > 0 WITH CHECK OPTION",
+        "c2 AS SELECT id, a FROM c1 WHERE a < 100 WITH LOCAL CHECK OPTION",
+        "c3 AS SELECT id, a FROM c1 WHERE a < 100",
+        "c4 AS SELECT id, a FROM ct WHERE a > 0",
+        "c5 AS SELECT id, a FROM c4 WHERE a < 100 WITH LOCAL CHECK OPTION",
+        "c6 AS SELECT id, a FROM c4 WHERE a < 100 WITH CASCADED CHECK OPTION",
+    ] {
+        ok(conn, &format!("CREATE VIEW {view}"));
+    }
+    let failed = |conn: &mut Conn<'_>, sql: &str| {
+        let e = err(conn, sql);
+        assert_eq!(e.code, 1369, "{sql}: {e}");
+        e.message
+    };
+    // c1's own option holds under LOCAL and under no option.
+    assert_eq!(
+        failed(conn, "INSERT INTO c2 VALUES (1, -3)"),
+        "CHECK OPTION failed `db`.`c2`"
+    );
+    failed(conn, "INSERT INTO c3 VALUES (2, -1)");
+    ok(conn, "INSERT INTO c3 VALUES (3, 500)");
+    // c4 has none: LOCAL checks c5's WHERE only, CASCADED c4's too.
+    ok(conn, "INSERT INTO c5 VALUES (4, -1)");
+    failed(conn, "INSERT INTO c5 VALUES (5, 500)");
+    assert_eq!(
+        failed(conn, "INSERT INTO c6 VALUES (6, -1)"),
+        "CHECK OPTION failed `db`.`c6`"
+    );
+    assert_eq!(
+        q(conn, "SELECT id, a FROM ct ORDER BY id"),
+        rows(&[&["3", "500"], &["4", "-1"]])
+    );
+    let create = q(conn, "SHOW CREATE VIEW c2");
+    assert!(
+        create[0][1].ends_with(" WITH LOCAL CHECK OPTION"),
+        "{create:?}"
+    );
+    for view in ["c6", "c5", "c4", "c3", "c2", "c1"] {
+        ok(conn, &format!("DROP VIEW {view}"));
+    }
+    ok(conn, "DROP TABLE ct");
 }
 
 /// A single-table UPDATE or DELETE names its table by its alias (MySQL 8;

@@ -186,6 +186,7 @@ impl Engine {
             temporary: catalog::Temporaries::default(),
             subqueries: exec::subquery::Cache::default(),
             ctes: exec::cte::Scope::default(),
+            view_checks: Vec::new(),
             deferred: None,
             text_parsed: None,
         }
@@ -216,6 +217,9 @@ pub struct Conn<'s> {
     pub subqueries: exec::subquery::Cache,
     /// The common table expressions in scope (`WITH`).
     pub ctes: exec::cte::Scope,
+    /// The WHEREs a write through views WITH CHECK OPTION must keep (set
+    /// for that write only: `exec::write`).
+    pub view_checks: Vec<exec::through_view::ViewCheck>,
     /// A statement whose read a thread-pool worker sends with other
     /// connections' (`Backend::execute_deferrable`).
     pub deferred: Option<DeferredStatement<'s>>,
@@ -648,7 +652,7 @@ impl<'s> Conn<'s> {
                 // A schema statement commits what is open first (MySQL's
                 // implicit commit), and runs whatever that gives.
                 txn::commit(self)?;
-                views::statement(self, statement)
+                views::statement(self, statement, views::CheckOption::None)
             }
             S::ShowCreate {
                 obj_type: sqlparser::ast::ShowCreateObject::View,

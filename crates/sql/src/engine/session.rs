@@ -529,6 +529,9 @@ pub enum Extra {
     /// dropped, as the SELECT of them (which the statement is parsed as)
     /// would give them.
     Do(Box<sqlparser::ast::Statement>),
+    /// `CREATE | ALTER … VIEW … WITH [CASCADED | LOCAL] CHECK OPTION`: the
+    /// statement without its option, which the parser does not read.
+    CheckedView(Box<sqlparser::ast::Statement>, super::views::CheckOption),
     /// MySQL's `PREPARE name FROM 'text'` or `FROM @variable`.
     Prepare {
         /// The statement's name, lowercase (names ignore case).
@@ -1198,6 +1201,13 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
                 .map_err(SqlError::syntax)?;
         }
     }
+    // A view's `WITH [CASCADED | LOCAL] CHECK OPTION`, which the parser
+    // does not read: taken off, and kept beside the statement.
+    let view_check = if matches!(word(0), "CREATE" | "ALTER") {
+        take_check_option(&mut spanned)
+    } else {
+        None
+    };
     let mut parser = Parser::new(&super::dialect::SkarvDialect).with_tokens_with_locations(spanned);
     let mut statement = parser
         .parse_statement()
@@ -1215,6 +1225,16 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
                 rest.token, at.line, at.column
             ),
         ));
+    }
+    if let Some(check) = view_check {
+        use sqlparser::ast::Statement as S;
+        if !matches!(statement, S::CreateView(_) | S::AlterView(_)) {
+            return Err(syntax_error(
+                sql,
+                "WITH CHECK OPTION outside CREATE or ALTER VIEW",
+            ));
+        }
+        return Ok(Stmt::Extra(Extra::CheckedView(Box::new(statement), check)));
     }
     if dual {
         super::dual_as_no_table(&mut statement);
@@ -1767,6 +1787,11 @@ pub fn extra(
             limit,
         } => show_warnings(conn, *errors, *count, *limit, more, sink),
         Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
+        Extra::CheckedView(statement, check) => {
+            // An implicit commit first, as every schema statement's.
+            super::txn::commit(conn)?;
+            super::views::statement(conn, statement, *check)
+        }
         Extra::Text { head, sql } if head == "SHOW SERVER" => {
             super::server_info::show(conn, sql, more, sink)
         }
@@ -1780,6 +1805,38 @@ pub fn extra(
         Extra::Do(query) => super::exec::run_do(conn, query),
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
+}
+
+/// Takes a trailing `WITH [CASCADED | LOCAL] CHECK OPTION` off a statement
+/// that names VIEW (CREATE or ALTER VIEW): the option, when it had one.
+fn take_check_option(
+    spanned: &mut Vec<sqlparser::tokenizer::TokenWithSpan>,
+) -> Option<super::views::CheckOption> {
+    use super::views::CheckOption;
+    let is = |t: &Token, k: &str| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k));
+    if !spanned.iter().any(|t| is(&t.token, "VIEW")) {
+        return None;
+    }
+    // The statement's words from its end, past spaces and a `;`.
+    let at: Vec<usize> = (0..spanned.len())
+        .rev()
+        .filter(|&i| !matches!(spanned[i].token, Token::Whitespace(_) | Token::SemiColon))
+        .take(4)
+        .collect();
+    let word = |k: usize| at.get(k).map(|&i| &spanned[i].token);
+    if !(word(0).is_some_and(|t| is(t, "OPTION")) && word(1).is_some_and(|t| is(t, "CHECK"))) {
+        return None;
+    }
+    let (check, with) = match word(2) {
+        Some(t) if is(t, "CASCADED") => (CheckOption::Cascaded, 3),
+        Some(t) if is(t, "LOCAL") => (CheckOption::Local, 3),
+        _ => (CheckOption::Cascaded, 2),
+    };
+    if !word(with).is_some_and(|t| is(t, "WITH")) {
+        return None;
+    }
+    spanned.truncate(at[with]);
+    Some(check)
 }
 
 /// The column of `SHOW COUNT(*) WARNINGS|ERRORS`, MariaDB's `SELECT

@@ -1588,7 +1588,7 @@ fn views(conn: &Conn<'_>) -> SqlResult<Rows> {
                 text(v.db),
                 text(v.name),
                 text(v.body),
-                text("NONE"),
+                text(v.check.word()),
                 text(if updatable { "YES" } else { "NO" }),
                 text(v.definer.replace('`', "")),
                 text(v.security),

@@ -551,6 +551,7 @@ fn com_of(statement: &Stmt) -> Option<usize> {
         Stmt::Extra(Extra::SelectOutfile(_)) => c!("select"),
         Stmt::Extra(Extra::Begin { .. }) => c!("begin"),
         Stmt::Extra(Extra::Do(_)) => c!("do"),
+        Stmt::Extra(Extra::CheckedView(..)) => return None,
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
@@ -1045,6 +1046,9 @@ fn statement_text(statement: &Stmt) -> String {
             load.file.replace('\'', "''"),
             load.table
         ),
+        Stmt::Extra(Extra::CheckedView(statement, check)) => {
+            format!("{statement} WITH {} CHECK OPTION", check.word())
+        }
         // Parsed as its SELECT: `DO` again in front of the expressions.
         Stmt::Extra(Extra::Do(select)) => select.to_string().replacen("SELECT", "DO", 1),
         Stmt::Extra(Extra::Begin { read_only }) => format!(

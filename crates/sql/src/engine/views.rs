@@ -5,7 +5,8 @@
 //! by their database), so every SQL node sees it and it outlives any SQL
 //! node. A SELECT reads a view as a derived table of its query (always
 //! materialised, whatever ALGORITHM says). Writes through an updatable
-//! view become writes of its table (`exec::through_view`).
+//! view become writes of its table (`exec::through_view`), held to its
+//! WHERE by `WITH … CHECK OPTION`.
 
 use schema::{Collation, ColumnType as NativeType, TableDef, Value};
 use skarv_client::{ExecMode, Op, ScanOptions};
@@ -47,6 +48,35 @@ pub struct View {
     pub security: String,
     /// `user`@`host`.
     pub definer: String,
+    /// `WITH [CASCADED | LOCAL] CHECK OPTION`.
+    pub check: CheckOption,
+}
+
+/// A view's `WITH … CHECK OPTION`: rows written through it must be rows
+/// it shows (`exec::through_view`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CheckOption {
+    /// None: a row written may fall outside the view.
+    #[default]
+    None,
+    /// `WITH [CASCADED] CHECK OPTION`: the view's WHERE and those of
+    /// every view under it.
+    Cascaded,
+    /// `WITH LOCAL CHECK OPTION`: the view's WHERE, and those of views
+    /// under it that have a check option of their own.
+    Local,
+}
+
+impl CheckOption {
+    /// Its word, as SHOW CREATE VIEW and information_schema.VIEWS show it
+    /// (`NONE` for none).
+    pub fn word(self) -> &'static str {
+        match self {
+            CheckOption::None => "NONE",
+            CheckOption::Cascaded => "CASCADED",
+            CheckOption::Local => "LOCAL",
+        }
+    }
 }
 
 impl View {
@@ -76,7 +106,11 @@ impl View {
             self.security,
             quote(&self.name),
             self.body
-        )
+        ) + match self.check {
+            CheckOption::None => "",
+            CheckOption::Cascaded => " WITH CASCADED CHECK OPTION",
+            CheckOption::Local => " WITH LOCAL CHECK OPTION",
+        }
     }
 }
 
@@ -108,8 +142,17 @@ pub fn table_def() -> TableDef {
     .partitions(0)
 }
 
+/// The `algorithm` column holds the ALGORITHM and, after a space, the
+/// check option's word when it has one (`UNDEFINED CASCADED`): the table's
+/// columns stay as older builds made them.
 fn view_of(row: &skarv_client::Row) -> View {
     let columns = text_of(row, "columns");
+    let stored = text_of(row, "algorithm");
+    let (algorithm, check) = match stored.split_once(' ') {
+        Some((a, "CASCADED")) => (a.to_owned(), CheckOption::Cascaded),
+        Some((a, "LOCAL")) => (a.to_owned(), CheckOption::Local),
+        _ => (stored, CheckOption::None),
+    };
     View {
         db: text_of(row, "db"),
         name: text_of(row, "name"),
@@ -119,9 +162,10 @@ fn view_of(row: &skarv_client::Row) -> View {
         } else {
             columns.split(COLUMN_SEPARATOR).map(str::to_owned).collect()
         },
-        algorithm: text_of(row, "algorithm"),
+        algorithm,
         security: text_of(row, "security"),
         definer: text_of(row, "definer"),
+        check,
     }
 }
 
@@ -164,8 +208,14 @@ pub fn for_name(conn: &Conn<'_>, name: &ast::ObjectName) -> SqlResult<Option<Vie
     find(conn, &db, &view)
 }
 
-/// `CREATE VIEW`, `ALTER VIEW` and `DROP VIEW`.
-pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
+/// `CREATE VIEW`, `ALTER VIEW` and `DROP VIEW`; `check`: the `WITH …
+/// CHECK OPTION` the session took off the text (which the parser does not
+/// read).
+pub fn statement(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    check: CheckOption,
+) -> SqlResult<Answered> {
     match statement {
         Statement::CreateView(cv) => {
             if cv.materialized || cv.temporary || cv.to.is_some() {
@@ -175,7 +225,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
                 )));
             }
             let params = cv.params.as_ref();
-            let view = define(
+            let mut view = define(
                 conn,
                 &cv.name,
                 &cv.columns
@@ -193,6 +243,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
                     .and_then(|p| p.definer.as_ref())
                     .map(|d| d.to_string()),
             )?;
+            view.check = checked(&view, check)?;
             store(conn, &view, cv.or_replace, false)?;
             Ok(Answered::Ok(OkInfo::default()))
         }
@@ -202,7 +253,8 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
             ..
         }) => {
             let names: Vec<String> = columns.iter().map(|c| c.value.clone()).collect();
-            let view = define(conn, name, &names, query, None, None, None)?;
+            let mut view = define(conn, name, &names, query, None, None, None)?;
+            view.check = checked(&view, check)?;
             store(conn, &view, true, true)?;
             Ok(Answered::Ok(OkInfo::default()))
         }
@@ -214,6 +266,21 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
         } => drop(conn, names, *if_exists),
         other => Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
+}
+
+/// `check` for `view`: a check option needs a view rows can be written
+/// through (1368, MySQL's).
+fn checked(view: &View, check: CheckOption) -> SqlResult<CheckOption> {
+    if check != CheckOption::None && !super::exec::through_view::is_updatable(view) {
+        return Err(SqlError::new(
+            codes::VIEW_NONUPD_CHECK,
+            format!(
+                "CHECK OPTION on non-updatable view `{}`.`{}`",
+                view.db, view.name
+            ),
+        ));
+    }
+    Ok(check)
 }
 
 /// A view of `query` named `name`: its query checked (it must plan), its
@@ -297,6 +364,7 @@ fn define(
         algorithm: algorithm.unwrap_or_else(|| "UNDEFINED".to_owned()),
         security: security.unwrap_or_else(|| "DEFINER".to_owned()),
         definer,
+        check: CheckOption::None,
     })
 }
 
@@ -484,7 +552,13 @@ fn store(conn: &Conn<'_>, view: &View, replace: bool, must_exist: bool) -> SqlRe
         ("name", Value::String(view.name.clone())),
         ("body", Value::String(view.body.clone())),
         ("columns", Value::String(joined)),
-        ("algorithm", Value::String(view.algorithm.clone())),
+        (
+            "algorithm",
+            Value::String(match view.check {
+                CheckOption::None => view.algorithm.clone(),
+                check => format!("{} {}", view.algorithm, check.word()),
+            }),
+        ),
         ("security", Value::String(view.security.clone())),
         ("definer", Value::String(view.definer.clone())),
     ];

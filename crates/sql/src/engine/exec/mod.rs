@@ -180,7 +180,13 @@ pub fn write(
         // when it is updatable; checked only once a write fails so.
         Err(e) if e.code == codes::NON_UPDATABLE_TABLE => {
             match through_view::rewrite(conn, statement)? {
-                Some(rewritten) => write::run(conn, &rewritten, &params, &placeholders),
+                Some((rewritten, checks)) => {
+                    // The views' CHECK OPTIONs hold for this write only.
+                    conn.view_checks = checks;
+                    let answered = write::run(conn, &rewritten, &params, &placeholders);
+                    conn.view_checks.clear();
+                    answered
+                }
                 None => Err(e),
             }
         }

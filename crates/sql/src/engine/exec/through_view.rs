@@ -20,8 +20,11 @@
 //!   needs every view column to be one (1471), and fills the table's other
 //!   columns with their defaults.
 //!
-//! WITH CHECK OPTION is not parsed (1064 at CREATE VIEW), so a row written
-//! through a view may fall outside it, as in MySQL without the option.
+//! A view WITH CHECK OPTION adds its WHERE (over the table, as it stands
+//! after the views below it) to the checks the write makes of each row it
+//! writes, beside the table's CHECK constraints (`write::lower_checks`):
+//! 1369 for a row the view would not show. CASCADED (the default) checks
+//! every view below too; LOCAL only those with an option of their own.
 
 use std::ops::ControlFlow;
 
@@ -29,25 +32,64 @@ use sqlparser::ast::{self, Statement, VisitMut, VisitorMut};
 
 use super::derived::VIEW_NESTING_MAX;
 use super::{source_of, Source};
-use crate::engine::views::View;
+use crate::engine::views::{CheckOption, View};
 use crate::engine::Conn;
 use crate::error::{codes, SqlError, SqlResult};
 
+/// A view's WHERE that rows written through it must hold (WITH CHECK
+/// OPTION), over the table written: 1369 naming the view when one does
+/// not (a NULL fails too: such a row is not in the view).
+#[derive(Clone, Debug)]
+pub struct ViewCheck {
+    /// The view's database and name.
+    pub db: String,
+    pub name: String,
+    /// Its WHERE, its names the table's columns, unqualified.
+    pub cond: ast::Expr,
+}
+
 /// The statement `statement` (an INSERT, REPLACE, UPDATE or DELETE of one
 /// target) becomes once every view it writes through is replaced by its
-/// table; None when its target is no view.
-pub(crate) fn rewrite(conn: &Conn<'_>, statement: &Statement) -> SqlResult<Option<Statement>> {
+/// table, and the checks of those views' CHECK OPTIONs; None when its
+/// target is no view.
+pub(crate) fn rewrite(
+    conn: &Conn<'_>,
+    statement: &Statement,
+) -> SqlResult<Option<(Statement, Vec<ViewCheck>)>> {
     let mut current: Option<Statement> = None;
+    let mut checks = Vec::new();
+    // A CASCADED option above checks every view below.
+    let mut cascaded = false;
+    // A failed check names the view written through (MySQL's and
+    // MariaDB's 1369), whichever view's WHERE it was.
+    let mut written: Option<(String, String)> = None;
+    let done = |current: Option<Statement>,
+                mut checks: Vec<ViewCheck>,
+                written: Option<(String, String)>| {
+        for c in &mut checks {
+            unqualify(&mut c.cond);
+            if let Some((db, name)) = &written {
+                c.db.clone_from(db);
+                c.name.clone_from(name);
+            }
+        }
+        Ok(current.map(|s| (s, checks)))
+    };
     for _ in 0..VIEW_NESTING_MAX {
         let now = current.as_ref().unwrap_or(statement);
         let Some(name) = target_name(now) else {
-            return Ok(current);
+            return done(current, checks, written);
         };
         let view = match source_of(conn, name)? {
             Source::View(v) => v,
-            Source::Table(_) | Source::Cte(_) => return Ok(current),
+            Source::Table(_) | Source::Cte(_) => return done(current, checks, written),
         };
-        current = Some(one_view(conn, now, name, &view)?);
+        if written.is_none() {
+            written = Some((view.db.clone(), view.name.clone()));
+        }
+        cascaded |= view.check == CheckOption::Cascaded;
+        let check = cascaded || view.check != CheckOption::None;
+        current = Some(one_view(conn, now, name, &view, &mut checks, check)?);
     }
     Err(SqlError::unsupported(format_args!(
         "writes through more than {VIEW_NESTING_MAX} views over views"
@@ -162,6 +204,34 @@ fn reads_subquery(e: &ast::Expr) -> bool {
     found
 }
 
+/// Drops the qualifiers of `cond`'s column names (outside subqueries): a
+/// view's WHERE over one table, checked over that table's row.
+fn unqualify(cond: &mut ast::Expr) {
+    struct Strip(usize);
+    impl VisitorMut for Strip {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.0 += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.0 -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+            if self.0 == 0 {
+                if let ast::Expr::CompoundIdentifier(parts) = e {
+                    if let Some(last) = parts.last() {
+                        *e = ast::Expr::Identifier(last.clone());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = cond.visit(&mut Strip(0));
+}
+
 /// The view taken apart; 1288 (1471 for an INSERT) when it is not
 /// updatable.
 fn updatable(conn: &Conn<'_>, view: &View, shown: &str, verb: &str) -> SqlResult<Updatable> {
@@ -250,6 +320,8 @@ fn one_view(
     statement: &Statement,
     name: &ast::ObjectName,
     view: &View,
+    checks: &mut Vec<ViewCheck>,
+    check: bool,
 ) -> SqlResult<Statement> {
     let verb = verb(statement);
     let shown = name.0.last().map_or_else(
@@ -257,6 +329,36 @@ fn one_view(
         |p| p.to_string().trim_matches('`').to_owned(),
     );
     let u = updatable(conn, view, &shown, verb)?;
+    // The checks of views above, over this view's columns: over its table's.
+    let alias = match statement {
+        Statement::Update(up) => match &up.table.relation {
+            ast::TableFactor::Table { alias, .. } => alias.clone(),
+            _ => None,
+        },
+        Statement::Delete(del) => {
+            super::write::delete_target(del).and_then(|t| match &t.relation {
+                ast::TableFactor::Table { alias, .. } => alias.clone(),
+                _ => None,
+            })
+        }
+        _ => None,
+    };
+    let above = Names {
+        u: &u,
+        qualifiers: qualifiers(name, alias.as_ref(), view),
+    };
+    for c in checks.iter_mut() {
+        above.substitute(&mut c.cond, "WHERE")?;
+    }
+    if check {
+        if let Some(cond) = &u.selection {
+            checks.push(ViewCheck {
+                db: view.db.clone(),
+                name: view.name.clone(),
+                cond: cond.clone(),
+            });
+        }
+    }
     let mut out = statement.clone();
     match &mut out {
         Statement::Insert(ins) => {

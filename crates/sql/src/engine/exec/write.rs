@@ -2200,6 +2200,9 @@ pub(super) fn changes_counted(
 pub(crate) struct Check {
     name: String,
     cond: Expr,
+    /// The view (database, name) whose CHECK OPTION this is, else None
+    /// for a CHECK constraint of the table.
+    view: Option<(String, String)>,
 }
 
 /// A column's expression DEFAULT, lowered over its table's columns.
@@ -2255,11 +2258,24 @@ pub(crate) fn lower_checks_as(
     table: &TableInfo,
     shown: &str,
 ) -> SqlResult<Vec<Check>> {
-    if table.sql.checks.is_empty() {
+    if table.sql.checks.is_empty() && conn.view_checks.is_empty() {
         return Ok(Vec::new());
     }
     let columns = table_scope(table, &table.name);
-    let mut out = Vec::with_capacity(table.sql.checks.len());
+    let mut out = Vec::with_capacity(table.sql.checks.len() + conn.view_checks.len());
+    // A write through views WITH CHECK OPTION: theirs first, as MySQL
+    // checks the view before the table's constraints.
+    for v in &conn.view_checks {
+        let cond = with_scope(conn, columns.clone(), &[], |s| {
+            s.clause = "WHERE";
+            s.lower(&v.cond)
+        })?;
+        out.push(Check {
+            name: v.name.clone(),
+            cond,
+            view: Some((v.db.clone(), v.name.clone())),
+        });
+    }
     for c in &table.sql.checks {
         let parsed = crate::engine::ddl::parse_check(&c.expr)?;
         let cond = with_scope(conn, columns.clone(), &[], |s| {
@@ -2271,7 +2287,11 @@ pub(crate) fn lower_checks_as(
             Some(column) => format!("{shown}.{column}"),
             None => c.name.clone(),
         };
-        out.push(Check { name, cond });
+        out.push(Check {
+            name,
+            cond,
+            view: None,
+        });
     }
     Ok(out)
 }
@@ -2292,11 +2312,22 @@ pub(crate) fn check_row_of(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<()> {
     for c in checks {
-        if c.cond.eval(row, ctx)?.truth() == Some(false) {
-            return Err(SqlError::new(
-                codes::CONSTRAINT_FAILED,
-                format!("CONSTRAINT `{}` failed for `{db}`.`{name}`", c.name),
-            ));
+        let truth = c.cond.eval(row, ctx)?.truth();
+        match &c.view {
+            // A view shows a row whose WHERE is TRUE only.
+            Some((view_db, view)) if truth != Some(true) => {
+                return Err(SqlError::new(
+                    codes::VIEW_CHECK_FAILED,
+                    format!("CHECK OPTION failed `{view_db}`.`{view}`"),
+                ));
+            }
+            None if truth == Some(false) => {
+                return Err(SqlError::new(
+                    codes::CONSTRAINT_FAILED,
+                    format!("CONSTRAINT `{}` failed for `{db}`.`{name}`", c.name),
+                ));
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -3478,7 +3509,13 @@ fn update(
                     let changes = match changes_of(&table, &old, 0, &assignments, &checks, c, n + 1)
                     {
                         // Not counted as matched, as MariaDB counts it.
-                        Err(e) if ignore && e.code == codes::CONSTRAINT_FAILED => {
+                        Err(e)
+                            if ignore
+                                && matches!(
+                                    e.code,
+                                    codes::CONSTRAINT_FAILED | codes::VIEW_CHECK_FAILED
+                                ) =>
+                        {
                             c.warn(e.code, e.message);
                             continue;
                         }
