@@ -689,13 +689,12 @@ pub(crate) fn row_updated(
     conn: &Conn<'_>,
     tx: &Transaction<'_>,
     table: &TableInfo,
+    (checks, actions): (&[ChildCheck], &[ParentAction]),
     (old, key, new): (&[Val], &[Value], &[Val]),
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<bool> {
-    let checks = child_checks(conn, table)?;
-    let actions = parent_actions(conn, table)?;
-    let wrote = parent_changed(conn, tx, table, &actions, &[(old, key, Some(new))], ctx, 0)?;
-    let failed = missing_parents(tx, table, &checks, &[(new, Some(old))], ctx)?;
+    let wrote = parent_changed(conn, tx, table, actions, &[(old, key, Some(new))], ctx, 0)?;
+    let failed = missing_parents(tx, table, checks, &[(new, Some(old))], ctx)?;
     match failed.into_iter().flatten().next() {
         Some(error) => Err(error),
         None => Ok(wrote),

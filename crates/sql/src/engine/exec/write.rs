@@ -1557,6 +1557,13 @@ fn upsert_rows(
     // Lowered once for the statement, not per duplicate row.
     let checks = lower_checks(conn, table)?;
     let fk_checks = super::foreign::child_checks(conn, table)?;
+    // A parent's children, resolved once for the statement's updates.
+    let fk_actions = if conn.session.foreign_key_checks() && super::foreign::is_parent(table) {
+        super::foreign::parent_actions(conn, table)?
+    } else {
+        Vec::new()
+    };
+    let foreign = (fk_checks.as_slice(), fk_actions.as_slice());
     let environment = env(conn);
     for (n, (row, sql_row)) in rows.iter().enumerate() {
         // The row's own warnings before its update's.
@@ -1579,6 +1586,7 @@ fn upsert_rows(
                 sql_row,
                 assignments,
                 &checks,
+                foreign,
                 params,
                 n,
                 ignore,
@@ -1639,6 +1647,7 @@ fn upsert_rows(
             sql_row,
             assignments,
             &checks,
+            foreign,
             params,
             n,
             ignore,
@@ -1689,6 +1698,10 @@ fn upsert_update(
     inserted: &[Val],
     assignments: &[(usize, Expr)],
     checks: &[Check],
+    foreign: (
+        &[super::foreign::ChildCheck],
+        &[super::foreign::ParentAction],
+    ),
     params: &[Val],
     n: usize,
     ignore: bool,
@@ -1716,7 +1729,8 @@ fn upsert_update(
         && (!table.sql.foreign_keys.is_empty() || super::foreign::is_parent(table))
     {
         let new = sql_row_after(table, &old, &changes, ctx.env.tz_secs);
-        match super::foreign::row_updated(&*conn, tx, table, (&old, &key, &new), &mut ctx) {
+        match super::foreign::row_updated(&*conn, tx, table, foreign, (&old, &key, &new), &mut ctx)
+        {
             Ok(true) => {
                 if let Some(undo) = undo.as_deref_mut() {
                     undo.push(Undo::Lost);
