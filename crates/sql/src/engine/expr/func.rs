@@ -263,6 +263,12 @@ pub enum Func {
     IsIpv6,
     Inet6Aton,
     Inet6Ntoa,
+    /// MySQL 8's UUID_TO_BIN(uuid [, swap]).
+    UuidToBin,
+    /// MySQL 8's BIN_TO_UUID(bytes [, swap]).
+    BinToUuid,
+    /// MySQL 8's IS_UUID(text).
+    IsUuid,
     RegexpInstr,
     RegexpSubstr,
     ExportSet,
@@ -403,6 +409,9 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "IS_IPV6" => (F::IsIpv6, 1, 1),
         "INET6_ATON" => (F::Inet6Aton, 1, 1),
         "INET6_NTOA" => (F::Inet6Ntoa, 1, 1),
+        "UUID_TO_BIN" => (F::UuidToBin, 1, 2),
+        "BIN_TO_UUID" => (F::BinToUuid, 1, 2),
+        "IS_UUID" => (F::IsUuid, 1, 1),
         // MariaDB's take two arguments (MySQL's take up to six).
         "REGEXP_INSTR" => (F::RegexpInstr, 2, 2),
         "REGEXP_SUBSTR" => (F::RegexpSubstr, 2, 2),
@@ -637,10 +646,11 @@ impl Func {
             F::Soundex
             | F::TimeFormat
             | F::Inet6Ntoa
+            | F::BinToUuid
             | F::RegexpSubstr
             | F::ExportSet
             | F::MakeSet => text_kind(),
-            F::Inet6Aton => Kind::Str { collation: None },
+            F::Inet6Aton | F::UuidToBin => Kind::Str { collation: None },
             F::Json(f) => f.kind(),
             F::RandSeeded | F::Pi | F::Asin | F::Acos | F::Cot => Kind::Double,
             F::Ord
@@ -653,6 +663,7 @@ impl Func {
             | F::PeriodDiff
             | F::IsIpv4
             | F::IsIpv6
+            | F::IsUuid
             | F::RegexpInstr => Kind::Int { unsigned: false },
             F::UuidShort => Kind::Int { unsigned: true },
             F::FromDays => Kind::Date,
@@ -1120,7 +1131,9 @@ impl Func {
             Func::Uuid => 36,
             Func::DayName | Func::MonthName => 9,
             Func::Inet6Ntoa => 39,
-            Func::Inet6Aton => 16,
+            Func::Inet6Aton | Func::UuidToBin => 16,
+            Func::BinToUuid => 36,
+            Func::IsUuid => 1,
             Func::Soundex => chars(0).max(4),
             // Each character escaped and two quotes; at least NULL's 4.
             // Room for NULL (unquoted) only where the argument may be one:
@@ -1978,6 +1991,37 @@ impl Func {
                     Some(b) => Val::Str(b.to_vec()),
                     None => ipv6_bytes(&text).map_or(Val::Null, |b| Val::Str(b.to_vec())),
                 }
+            }
+            F::UuidToBin | F::BinToUuid | F::IsUuid if null_in => Val::Null,
+            F::IsUuid => Val::Int(i64::from(uuid_bytes(&s(0)).is_some())),
+            F::UuidToBin => {
+                let Some(mut b) = uuid_bytes(&s(0)) else {
+                    return Err(bad_uuid(&s(0), "uuid_to_bin"));
+                };
+                if v.get(1).is_some_and(|f| ctx.num_i64(f) != 0) {
+                    // The time-low and time-high groups swapped, so that
+                    // version-1 UUIDs made in order sort in order.
+                    b = swap_uuid_time(b, true);
+                }
+                Val::Str(b.to_vec())
+            }
+            F::BinToUuid => {
+                let raw = bytes(&v[0]);
+                let Ok(mut b) = <[u8; 16]>::try_from(raw.as_slice()) else {
+                    return Err(bad_uuid(&v[0].to_text(), "bin_to_uuid"));
+                };
+                if v.get(1).is_some_and(|f| ctx.num_i64(f) != 0) {
+                    b = swap_uuid_time(b, false);
+                }
+                let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                Val::str(format!(
+                    "{}-{}-{}-{}-{}",
+                    &hex[0..8],
+                    &hex[8..12],
+                    &hex[12..16],
+                    &hex[16..20],
+                    &hex[20..32]
+                ))
             }
             F::Inet6Ntoa => match bytes(&v[0]).as_slice() {
                 [a, b, c, d] => Val::str(format!("{a}.{b}.{c}.{d}")),
@@ -3317,6 +3361,60 @@ fn regexp_replace(
     with_regex(pattern, case_insensitive, |re| {
         re.replace_all(text, rust.as_str()).into_owned()
     })
+}
+
+/// The 16 bytes of a UUID in one of MySQL's forms: 32 hex digits, with
+/// dashes after the 8th, 12th, 16th and 20th, or that in braces; None for
+/// anything else.
+fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
+    let inner = match text.strip_prefix('{') {
+        Some(rest) => rest.strip_suffix('}')?,
+        None => text,
+    };
+    let hex: Vec<u8> = match inner.len() {
+        32 => inner.bytes().collect(),
+        36 => {
+            let b = inner.as_bytes();
+            if [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+                return None;
+            }
+            inner.bytes().filter(|&c| c != b'-').collect()
+        }
+        _ => return None,
+    };
+    if hex.len() != 32 {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
+/// UUID_TO_BIN's swap (`to_bin`) and BIN_TO_UUID's, which undoes it: the
+/// time-high group (bytes 6-7) first, then time-mid (4-5), time-low (0-3).
+fn swap_uuid_time(b: [u8; 16], to_bin: bool) -> [u8; 16] {
+    let mut out = b;
+    if to_bin {
+        out[0..2].copy_from_slice(&b[6..8]);
+        out[2..4].copy_from_slice(&b[4..6]);
+        out[4..8].copy_from_slice(&b[0..4]);
+    } else {
+        out[0..4].copy_from_slice(&b[4..8]);
+        out[4..6].copy_from_slice(&b[2..4]);
+        out[6..8].copy_from_slice(&b[0..2]);
+    }
+    out
+}
+
+/// MySQL's 1411 for a value that is no UUID.
+fn bad_uuid(shown: &str, function: &str) -> SqlError {
+    SqlError::new(
+        1411,
+        format!("Incorrect string value: '{shown}' for function {function}"),
+    )
 }
 
 /// A value's bytes, as the string functions read them.

@@ -43,6 +43,8 @@ pub enum JsonFn {
     /// which reports itself by this name too).
     MergePreserve,
     Search,
+    /// JSON_VALUE(doc, path): the scalar at the path, unquoted.
+    Value,
 }
 
 impl JsonFn {
@@ -70,6 +72,7 @@ impl JsonFn {
             "JSON_MERGE_PATCH" => (JsonFn::MergePatch, 2, usize::MAX),
             "JSON_MERGE_PRESERVE" | "JSON_MERGE" => (JsonFn::MergePreserve, 2, usize::MAX),
             "JSON_SEARCH" => (JsonFn::Search, 3, usize::MAX),
+            "JSON_VALUE" => (JsonFn::Value, 2, 2),
             _ => return None,
         })
     }
@@ -97,6 +100,7 @@ impl JsonFn {
             JsonFn::MergePatch => "json_merge_patch",
             JsonFn::MergePreserve => "json_merge_preserve",
             JsonFn::Search => "json_search",
+            JsonFn::Value => "json_value",
         }
     }
 
@@ -346,6 +350,31 @@ impl JsonFn {
                         ctx.warn(code, message);
                         Val::str(s)
                     }
+                }
+            }
+            // The path is read first (a bad one warns whatever the
+            // document); MariaDB reads the document as a stream and
+            // answers NULL, without a warning, where it stops making sense.
+            // The scalar is unquoted (true and false as 1 and 0, as
+            // MariaDB's); JSON null, an array, an object and a missing
+            // value are NULL.
+            JsonFn::Value => {
+                if v[0].is_null() || v[1].is_null() {
+                    return Ok(Val::Null);
+                }
+                let Some(path) = self.exact_path(&v[1], 2, ctx) else {
+                    return Ok(Val::Null);
+                };
+                let Ok(doc) = parse(&v[0].to_text()) else {
+                    return Ok(Val::Null);
+                };
+                let mut found = Vec::new();
+                select(&doc, &path, &mut found);
+                match found.first() {
+                    Some(Json::String(s)) => Val::str(s.clone()),
+                    Some(Json::Number(n)) => Val::str(n.clone()),
+                    Some(Json::Bool(b)) => Val::str(if *b { "1" } else { "0" }),
+                    _ => Val::Null,
                 }
             }
             _ => {
@@ -663,7 +692,8 @@ impl JsonFn {
             | JsonFn::ArrayInsert
             | JsonFn::MergePatch
             | JsonFn::MergePreserve
-            | JsonFn::Search => unreachable!("answered before parsing"),
+            | JsonFn::Search
+            | JsonFn::Value => unreachable!("answered before parsing"),
         }
     }
 }

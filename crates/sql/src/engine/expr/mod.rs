@@ -2355,6 +2355,18 @@ impl<'a> Scope<'a> {
         if f.over.is_some() {
             return self.window(f, &name, &args, distinct, star);
         }
+        // MySQL 8's ANY_VALUE(x) is x, exempt from ONLY_FULL_GROUP_BY
+        // (which Skarv does not enforce): a grouped query's x is then any
+        // row's of the group, as a bare column's is.
+        if name == "ANY_VALUE" && !distinct && !star {
+            return match args.as_slice() {
+                [x] => self.lower(x),
+                _ => Err(SqlError::new(
+                    1582,
+                    "Incorrect parameter count in the call to native function 'ANY_VALUE'",
+                )),
+            };
+        }
         let agg = AggFn::by_name(&name, star);
         if let Some(func) = agg {
             let counting = matches!(

@@ -355,6 +355,108 @@ fn regexp_like_as_mysql_8() {
 }
 
 #[test]
+fn uuid_functions_as_mysql_8() {
+    // MySQL 8's UUID_TO_BIN, BIN_TO_UUID and IS_UUID (MariaDB has none):
+    // the answers of MySQL's manual.
+    let u = "'6ccd780c-baba-1026-9564-5b8c656024db'";
+    for (sql, want) in [
+        (
+            format!("HEX(UUID_TO_BIN({u}))"),
+            "6CCD780CBABA102695645B8C656024DB",
+        ),
+        (
+            format!("HEX(UUID_TO_BIN({u}, 0))"),
+            "6CCD780CBABA102695645B8C656024DB",
+        ),
+        (
+            format!("HEX(UUID_TO_BIN({u}, 1))"),
+            "1026BABA6CCD780C95645B8C656024DB",
+        ),
+        (
+            format!("BIN_TO_UUID(UUID_TO_BIN({u}))"),
+            "6ccd780c-baba-1026-9564-5b8c656024db",
+        ),
+        (
+            format!("BIN_TO_UUID(UUID_TO_BIN({u}, 1), 1)"),
+            "6ccd780c-baba-1026-9564-5b8c656024db",
+        ),
+        // Read back without the swap, the swapped bytes show their order.
+        (
+            format!("BIN_TO_UUID(UUID_TO_BIN({u}, 1))"),
+            "1026baba-6ccd-780c-9564-5b8c656024db",
+        ),
+        (
+            "HEX(UUID_TO_BIN('{6CCD780C-BABA-1026-9564-5B8C656024DB}'))".to_owned(),
+            "6CCD780CBABA102695645B8C656024DB",
+        ),
+        (
+            "HEX(UUID_TO_BIN('6ccd780cbaba102695645b8c656024db'))".to_owned(),
+            "6CCD780CBABA102695645B8C656024DB",
+        ),
+        ("LENGTH(UUID_TO_BIN(UUID()))".to_owned(), "16"),
+        (
+            "IS_UUID(BIN_TO_UUID(UUID_TO_BIN(UUID(), 1), 1))".to_owned(),
+            "1",
+        ),
+        (format!("IS_UUID({u})"), "1"),
+        (
+            "IS_UUID('6CCD780C-BABA-1026-9564-5B8C656024DB')".to_owned(),
+            "1",
+        ),
+        (
+            "IS_UUID('6ccd780cbaba102695645b8c656024db')".to_owned(),
+            "1",
+        ),
+        (
+            "IS_UUID('{6ccd780c-baba-1026-9564-5b8c656024db}')".to_owned(),
+            "1",
+        ),
+        (
+            "IS_UUID('6ccd780c-baba-1026-9564-5b8c6560')".to_owned(),
+            "0",
+        ),
+        (
+            "IS_UUID('6ccd780c-baba-1026-9564-5b8c656024dg')".to_owned(),
+            "0",
+        ),
+        (
+            "IS_UUID('6ccd780cb-aba-1026-9564-5b8c656024db')".to_owned(),
+            "0",
+        ),
+        (
+            "IS_UUID('{6ccd780c-baba-1026-9564-5b8c656024db')".to_owned(),
+            "0",
+        ),
+        ("IS_UUID(12)".to_owned(), "0"),
+        ("IS_UUID(NULL)".to_owned(), "NULL"),
+        ("UUID_TO_BIN(NULL)".to_owned(), "NULL"),
+        ("BIN_TO_UUID(NULL)".to_owned(), "NULL"),
+    ] {
+        assert_eq!(eval(&sql).expect(&sql).0, want, "{sql}");
+    }
+    // Not a UUID, or not 16 bytes: MySQL's 1411 naming the value.
+    for (sql, function) in [
+        ("UUID_TO_BIN('nope')", "uuid_to_bin"),
+        ("BIN_TO_UUID('short')", "bin_to_uuid"),
+    ] {
+        let e = eval(sql).expect_err(sql);
+        assert_eq!(e.code, 1411, "{sql}: {e:?}");
+        assert!(e.message.contains(function), "{sql}: {e:?}");
+    }
+    assert_eq!(eval("UUID_TO_BIN()").expect_err("no argument").code, 1582);
+}
+
+#[test]
+fn any_value_is_its_argument() {
+    // MySQL 8's ANY_VALUE(x): x itself (Skarv does not enforce
+    // ONLY_FULL_GROUP_BY, which it exists to get round).
+    assert_eq!(eval("ANY_VALUE(1 + 2)").unwrap().0, "3");
+    assert_eq!(eval("ANY_VALUE('a') = 'a'").unwrap().0, "1");
+    assert_eq!(eval("ANY_VALUE(NULL)").unwrap().0, "NULL");
+    assert_eq!(eval("ANY_VALUE(1, 2)").expect_err("two").code, 1582);
+}
+
+#[test]
 fn json_arrows_as_mysql_8() {
     // MySQL 8's `->` is JSON_EXTRACT and `->>` JSON_UNQUOTE of it (MariaDB
     // has neither; the functions' answers are recorded against it).
