@@ -330,6 +330,53 @@ fn subqueries_over_a_sandbox() {
         ],
         "{plan:?}"
     );
+    // A JSON_TABLE over each row of g: a table of the SELECT's own (not a
+    // dependent query), with MariaDB's Extra; its rows are g's.
+    let plan = q(
+        &mut conn,
+        concat!(
+            "EXPLAIN SELECT g.id, jt.v FROM g, JSON_TABLE(CONCAT('[', g.grp, ',0]'), '$[*]' ",
+            "COLUMNS (v INT PATH '$')) AS jt"
+        ),
+    );
+    let shape: Vec<[&str; 3]> = plan
+        .iter()
+        .map(|r| [r[1].as_str(), r[2].as_str(), r[r.len() - 1].as_str()])
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            ["SIMPLE", "g", "NULL"],
+            ["SIMPLE", "jt", "Table function: json_table"]
+        ],
+        "{plan:?}"
+    );
+    let json = q(
+        &mut conn,
+        "EXPLAIN FORMAT=JSON SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (v INT PATH '$')) AS jt",
+    );
+    let json = &json[0][0];
+    assert!(json.contains("\"table_name\": \"jt\""), "{json}");
+    assert!(
+        json.contains("\"table_function\": \"json_table\""),
+        "{json}"
+    );
+    let rows = q(
+        &mut conn,
+        concat!(
+            "SELECT COUNT(*), SUM(jt.v), SUM(jt.n) FROM g, JSON_TABLE(CONCAT('[', g.grp, ',0]'), ",
+            "'$[*]' COLUMNS (n FOR ORDINALITY, v INT PATH '$')) AS jt"
+        ),
+    );
+    let grp_sum: usize = (0..OUTER_ROWS).map(|x| x % GROUPS).sum();
+    assert_eq!(
+        rows,
+        vec![vec![
+            (2 * OUTER_ROWS).to_string(),
+            grp_sum.to_string(),
+            (3 * OUTER_ROWS).to_string()
+        ]],
+    );
     // Placeholders in a LEFT JOIN's ON that runs a correlated subquery
     // (rewritten as a LATERAL table, its conjuncts moved) and in a table's
     // ON after a LATERAL one bind where they were written.

@@ -1947,13 +1947,11 @@ pub(super) fn syntax_error(sql: &str, message: &str) -> SqlError {
     SqlError::syntax_near(near.trim_end_matches([';', ' ', '\n']), line as u64, detail)
 }
 
-/// Whether a statement keeps the last statement's warnings (MySQL: `SHOW
-/// WARNINGS` and `SHOW ERRORS` do not reset them).
 /// Whether the statement reads and writes no table (a SELECT without
 /// one, SET, a transaction's statements, USE), so that it leaves the last
 /// statement's warnings listed ([`SessionState::start_statement_of`]).
 /// A subquery's table counts, as a SHOW's does (MariaDB's read
-/// `information_schema`).
+/// `information_schema`), and so does a `JSON_TABLE`, as in MariaDB.
 pub fn uses_no_table(statement: &Stmt) -> bool {
     use sqlparser::ast::Statement as S;
     let s = match statement {
@@ -1971,8 +1969,24 @@ pub fn uses_no_table(statement: &Stmt) -> bool {
             | S::Savepoint { .. }
             | S::ReleaseSavepoint { .. }
     );
+    /// Stops at the first `JSON_TABLE`.
+    struct TableFunction;
+    impl sqlparser::ast::Visitor for TableFunction {
+        type Break = ();
+        fn pre_visit_table_factor(
+            &mut self,
+            f: &sqlparser::ast::TableFactor,
+        ) -> std::ops::ControlFlow<()> {
+            match f {
+                sqlparser::ast::TableFactor::JsonTable { .. } => std::ops::ControlFlow::Break(()),
+                _ => std::ops::ControlFlow::Continue(()),
+            }
+        }
+    }
+    use sqlparser::ast::Visit as _;
     kind && sqlparser::ast::visit_relations(&**s, |_| std::ops::ControlFlow::Break(()))
         .is_continue()
+        && s.visit(&mut TableFunction).is_continue()
 }
 
 /// Whether the statement has IGNORE, or is a DO ([`SessionState::ignoring`]).
@@ -1990,6 +2004,8 @@ pub fn ignores_errors(statement: &Stmt) -> bool {
     }
 }
 
+/// Whether a statement keeps the last statement's warnings (MySQL: `SHOW
+/// WARNINGS` and `SHOW ERRORS` do not reset them).
 pub fn keeps_warnings(statement: &Stmt) -> bool {
     matches!(statement, Stmt::Extra(Extra::ShowWarnings { .. }))
 }

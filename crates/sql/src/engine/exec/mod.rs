@@ -7,6 +7,7 @@ pub(crate) mod derived;
 pub(crate) mod foreign;
 mod from;
 pub mod join;
+pub(crate) mod json_table;
 pub mod load;
 mod multi;
 pub mod outfile;

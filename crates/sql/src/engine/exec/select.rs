@@ -936,20 +936,43 @@ impl<T: ast::Visit> VisitDyn for T {
 /// and whether a LEFT JOIN keeps a row it gives nothing for.
 #[derive(Clone, Debug)]
 struct Lateral {
-    query: Arc<ast::Query>,
-    text: Arc<str>,
-    outer: Vec<(ScopeColumn, usize)>,
+    rows: LateralRows,
     width: usize,
     on: Option<Expr>,
     left: bool,
 }
 
-/// A `LATERAL` derived table as written.
+/// Where a [`Lateral`]'s rows come from.
+#[derive(Clone, Debug)]
+enum LateralRows {
+    /// A derived table's query, run per row through the correlated
+    /// subqueries' runner, with the columns before it that it names.
+    Query {
+        query: Arc<ast::Query>,
+        text: Arc<str>,
+        outer: Vec<(ScopeColumn, usize)>,
+    },
+    /// A `JSON_TABLE`, evaluated per row.
+    Json(Arc<super::json_table::JsonTable>),
+}
+
+/// A `LATERAL` derived table (or a `JSON_TABLE`) as written.
 struct LateralAst {
-    query: ast::Query,
+    source: LateralSource,
     alias: Option<ast::TableAlias>,
     on: Option<ast::Expr>,
     left: bool,
+}
+
+/// What a [`LateralAst`] reads.
+enum LateralSource {
+    Query(ast::Query),
+    /// The `JSON_TABLE` factor, and the names of the tables written
+    /// before it (the only ones it may name).
+    Json {
+        factor: ast::TableFactor,
+        visible: Vec<String>,
+    },
 }
 
 /// A piece of the FROM list, in the order written: a group of tables
@@ -983,17 +1006,38 @@ struct Peeled {
 /// the WHERE. An outer join of a table after a LATERAL one in its group
 /// (whose ON sees that group) is 1105.
 fn peel_laterals(s: &ast::Select) -> SqlResult<Peeled> {
-    fn lateral(f: &ast::TableFactor) -> Option<(&ast::Query, &Option<ast::TableAlias>)> {
+    /// A factor run per row: its source (without the names before it)
+    /// and alias.
+    fn lateral(f: &ast::TableFactor) -> Option<(LateralSource, &Option<ast::TableAlias>)> {
         match f {
             ast::TableFactor::Derived {
                 lateral: true,
                 subquery,
                 alias,
                 ..
-            } => Some((subquery, alias)),
+            } => Some((LateralSource::Query((**subquery).clone()), alias)),
+            ast::TableFactor::JsonTable { alias, .. } => Some((
+                LateralSource::Json {
+                    factor: f.clone(),
+                    visible: Vec::new(),
+                },
+                alias,
+            )),
             _ => None,
         }
     }
+    /// With the names of the tables written before it, for a JSON_TABLE.
+    fn seeing(source: LateralSource, names: &[String]) -> LateralSource {
+        match source {
+            LateralSource::Json { factor, .. } => LateralSource::Json {
+                factor,
+                visible: names.to_vec(),
+            },
+            query => query,
+        }
+    }
+    // The names of the tables written so far.
+    let mut names: Vec<String> = Vec::new();
     let has_lateral = |t: &ast::TableWithJoins| {
         lateral(&t.relation).is_some() || t.joins.iter().any(|j| lateral(&j.relation).is_some())
     };
@@ -1024,15 +1068,21 @@ fn peel_laterals(s: &ast::Select) -> SqlResult<Peeled> {
     let mut seen = false;
     for twj in &s.from {
         if !has_lateral(twj) {
+            factor_names(&twj.relation, &mut names);
+            for j in &twj.joins {
+                factor_names(&j.relation, &mut names);
+            }
             place(twj.clone(), seen, &mut order);
             continue;
         }
+        let written_before = names.len();
+        factor_names(&twj.relation, &mut names);
         // The group's tables before its first LATERAL one.
         let mut current = None;
         match lateral(&twj.relation) {
-            Some((q, alias)) => {
+            Some((source, alias)) => {
                 laterals.push(LateralAst {
-                    query: q.clone(),
+                    source: seeing(source, &names[..written_before]),
                     alias: alias.clone(),
                     on: None,
                     left: false,
@@ -1048,7 +1098,9 @@ fn peel_laterals(s: &ast::Select) -> SqlResult<Peeled> {
             }
         }
         for j in &twj.joins {
-            if let Some((q, alias)) = lateral(&j.relation) {
+            let written_before = names.len();
+            factor_names(&j.relation, &mut names);
+            if let Some((source, alias)) = lateral(&j.relation) {
                 let (on, left) = match &j.join_operator {
                     J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::Left(c) | J::LeftOuter(c) => {
                         let left = matches!(j.join_operator, J::Left(_) | J::LeftOuter(_));
@@ -1072,7 +1124,7 @@ fn peel_laterals(s: &ast::Select) -> SqlResult<Peeled> {
                     place(group, seen, &mut order);
                 }
                 laterals.push(LateralAst {
-                    query: q.clone(),
+                    source: seeing(source, &names[..written_before]),
                     alias: alias.clone(),
                     on,
                     left,
@@ -1141,6 +1193,35 @@ fn peel_laterals(s: &ast::Select) -> SqlResult<Peeled> {
         trimmed: Some(trimmed),
         order,
     })
+}
+
+/// The names a FROM factor gives its tables (their aliases, else their
+/// names), pushed onto `out`; for a nested join, each of its tables'.
+fn factor_names(f: &ast::TableFactor, out: &mut Vec<String>) {
+    let alias = |a: &Option<ast::TableAlias>| a.as_ref().map(|a| a.name.value.clone());
+    match f {
+        ast::TableFactor::Table { name, alias: a, .. } => out.push(alias(a).unwrap_or_else(|| {
+            name.0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map_or_else(|| name.to_string(), |i| i.value.clone())
+        })),
+        ast::TableFactor::NestedJoin {
+            table_with_joins,
+            alias: a,
+        } => match alias(a) {
+            Some(a) => out.push(a),
+            None => {
+                factor_names(&table_with_joins.relation, out);
+                for j in &table_with_joins.joins {
+                    factor_names(&j.relation, out);
+                }
+            }
+        },
+        ast::TableFactor::Derived { alias: a, .. }
+        | ast::TableFactor::JsonTable { alias: a, .. } => out.extend(alias(a)),
+        _ => {}
+    }
 }
 
 /// `e` in parentheses (so that an OR inside stays whole under an AND).
@@ -1302,21 +1383,37 @@ fn plan_lateral(
     hidden: &[usize],
     placeholders: &[Location],
 ) -> SqlResult<(Lateral, Vec<ScopeColumn>)> {
+    let query = match &l.source {
+        LateralSource::Json { factor, visible } => {
+            let (table, cols) =
+                super::json_table::plan(conn, factor, columns, visible, placeholders)?;
+            let lat = Lateral {
+                width: cols.len(),
+                rows: LateralRows::Json(Arc::new(table)),
+                on: None,
+                left: l.left,
+            };
+            return Ok((lat, cols));
+        }
+        LateralSource::Query(query) => query,
+    };
     let Some(alias) = &l.alias else {
         return Err(SqlError::new(
             codes::DERIVED_MUST_HAVE_ALIAS,
             "Every derived table must have its own alias",
         ));
     };
-    let outer = expr::outer_columns(&l.query, columns, hidden);
-    let m = super::correlated::plan_with(conn, &l.query, &outer, placeholders)?;
+    let outer = expr::outer_columns(query, columns, hidden);
+    let m = super::correlated::plan_with(conn, query, &outer, placeholders)?;
     let name = alias.name.value.clone();
     let names = super::derived::column_names(alias, &m)?;
     let cols = super::derived::shape_columns(&name, &names, &m)?;
     let lat = Lateral {
-        query: Arc::new(l.query.clone()),
-        text: l.query.to_string().into(),
-        outer,
+        rows: LateralRows::Query {
+            query: Arc::new(query.clone()),
+            text: query.to_string().into(),
+            outer,
+        },
         width: cols.len(),
         on: None,
         left: l.left,
@@ -1334,13 +1431,26 @@ fn expand_laterals(
 ) -> SqlResult<Vec<(Vec<Val>, Vec<schema::Value>)>> {
     for lat in &p.laterals {
         let mut out = Vec::with_capacity(found.len());
+        // A JSON_TABLE's rows so far, for its warnings' row numbers.
+        let mut stored = 0;
         for (row, key) in found {
             ctx.check_killed()?;
-            let m = runner.query_rows(&lat.query, &lat.text, &lat.outer, &row)?;
-            ctx.warnings
-                .extend(crate::engine::expr::PerRow::take_warnings(runner));
+            let json_rows;
+            let query_rows;
+            let rows: &[Vec<Val>] = match &lat.rows {
+                LateralRows::Query { query, text, outer } => {
+                    query_rows = runner.query_rows(query, text, outer, &row)?;
+                    ctx.warnings
+                        .extend(crate::engine::expr::PerRow::take_warnings(runner));
+                    &query_rows.rows
+                }
+                LateralRows::Json(table) => {
+                    json_rows = table.rows(&row, &mut stored, ctx)?;
+                    &json_rows
+                }
+            };
             let mut matched = false;
-            for r in &m.rows {
+            for r in rows {
                 let mut combined = Vec::with_capacity(row.len() + lat.width);
                 combined.extend(row.iter().cloned());
                 combined.extend(r.iter().cloned());
@@ -1393,8 +1503,21 @@ fn split_late(cond: Option<Expr>, base_width: usize) -> (Option<Expr>, Option<Ex
 /// Whether a planned SELECT runs correlated subqueries (per row, after
 /// its rows are read).
 fn per_row(p: &Planned) -> bool {
+    !p.laterals.is_empty() || per_row_exprs(p)
+}
+
+/// [`per_row`] but for its JSON_TABLEs (which EXPLAIN shows as tables of
+/// the SELECT's own, not as dependent queries).
+fn per_row_queries(p: &Planned) -> bool {
+    p.laterals
+        .iter()
+        .any(|l| matches!(l.rows, LateralRows::Query { .. }))
+        || per_row_exprs(p)
+}
+
+/// Whether a planned SELECT's expressions run correlated subqueries.
+fn per_row_exprs(p: &Planned) -> bool {
     p.late.is_some()
-        || !p.laterals.is_empty()
         || p.items
             .iter()
             .chain(&p.group)

@@ -182,7 +182,9 @@ pub const NOTE_BIT: u16 = 0x8000;
 
 /// Marks a code in [`Ctx::warnings`] as a warning of the statement's
 /// planning (a constant condition's, which MariaDB's optimizer evaluates
-/// before any row): strict mode does not make it the statement's error.
+/// before any row), or of a `JSON_TABLE`'s conversions (MariaDB's fill
+/// of the table function's table): strict mode does not make it the
+/// statement's error.
 pub const PLANNED_BIT: u16 = 0x4000;
 
 /// Marks a planning warning (with [`PLANNED_BIT`]) as one of converting

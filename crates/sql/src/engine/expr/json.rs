@@ -569,18 +569,7 @@ impl JsonFn {
         text: &str,
         at: usize,
     ) -> (u16, String) {
-        let name = self.name();
-        if at >= text.len() {
-            let message =
-                format!("Unexpected end of JSON {what} in argument {arg} to function '{name}'");
-            (codes.0, message)
-        } else {
-            let message = format!(
-                "Syntax error in JSON {what} in argument {arg} to function '{name}' at position {}",
-                at + 1
-            );
-            (codes.1, message)
-        }
+        position_error(self.name(), what, codes, arg, text, at)
     }
 
     /// The functions that read a parsed document (its paths in `v[1..]`).
@@ -724,6 +713,30 @@ fn of_sql(arg: &Expr, v: &Val) -> Json {
                 None => Json::String(text),
             }
         }
+    }
+}
+
+/// MariaDB's complaint about argument `arg` of function `name`, JSON
+/// `what` ("text" or "path") `text` that stopped making sense at byte
+/// `at`: `codes.0` (unexpected end) at its end, else `codes.1`.
+pub fn position_error(
+    name: &str,
+    what: &str,
+    codes: (u16, u16),
+    arg: usize,
+    text: &str,
+    at: usize,
+) -> (u16, String) {
+    if at >= text.len() {
+        let message =
+            format!("Unexpected end of JSON {what} in argument {arg} to function '{name}'");
+        (codes.0, message)
+    } else {
+        let message = format!(
+            "Syntax error in JSON {what} in argument {arg} to function '{name}' at position {}",
+            at + 1
+        );
+        (codes.1, message)
     }
 }
 
@@ -906,7 +919,7 @@ fn search_in(
 }
 
 /// Every value of `j`, itself first, in document order.
-fn preorder<'j>(j: &'j Json, out: &mut Vec<&'j Json>) {
+pub fn preorder<'j>(j: &'j Json, out: &mut Vec<&'j Json>) {
     out.push(j);
     match j {
         Json::Array(items) => items.iter().for_each(|i| preorder(i, out)),
@@ -986,6 +999,7 @@ pub fn parse(text: &str) -> Result<Json, usize> {
     let mut p = Parser {
         s: text.as_bytes(),
         at: 0,
+        spans: None,
     };
     let v = p.value(0)?;
     p.space();
@@ -995,9 +1009,28 @@ pub fn parse(text: &str) -> Result<Json, usize> {
     Ok(v)
 }
 
+/// [`parse`], with where each value was written: the byte range of each,
+/// in document order (the order of [`preorder`]), so that a value can be
+/// given back as written (JSON_TABLE's JSON columns, as MariaDB's).
+pub fn parse_with_spans(text: &str) -> Result<(Json, Vec<(usize, usize)>), usize> {
+    let mut p = Parser {
+        s: text.as_bytes(),
+        at: 0,
+        spans: Some(Vec::new()),
+    };
+    let v = p.value(0)?;
+    p.space();
+    if p.at != p.s.len() {
+        return Err(p.at);
+    }
+    Ok((v, p.spans.unwrap_or_default()))
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     at: usize,
+    /// Each value's byte range, in document order, when asked for.
+    spans: Option<Vec<(usize, usize)>>,
 }
 
 impl Parser<'_> {
@@ -1018,6 +1051,19 @@ impl Parser<'_> {
 
     fn value(&mut self, depth: usize) -> Result<Json, usize> {
         self.space();
+        let slot = self.spans.as_mut().map(|spans| {
+            spans.push((self.at, self.at));
+            spans.len() - 1
+        });
+        let v = self.value_here(depth)?;
+        if let (Some(i), Some(spans)) = (slot, self.spans.as_mut()) {
+            spans[i].1 = self.at;
+        }
+        Ok(v)
+    }
+
+    /// The value that starts here (after white space).
+    fn value_here(&mut self, depth: usize) -> Result<Json, usize> {
         let Some(&b) = self.s.get(self.at) else {
             return Err(self.at);
         };
@@ -1157,7 +1203,7 @@ impl Parser<'_> {
 
 /// One step of a JSON path.
 #[derive(Clone, Debug, PartialEq)]
-enum Leg {
+pub enum Leg {
     Member(String),
     AnyMember,
     Index(usize),
@@ -1165,14 +1211,14 @@ enum Leg {
 }
 
 impl Leg {
-    fn is_wild(&self) -> bool {
+    pub fn is_wild(&self) -> bool {
         matches!(self, Leg::AnyMember | Leg::AnyIndex)
     }
 }
 
 /// A path `$`, `.name`, `."quoted name"`, `.*`, `[n]`, `[*]`; Err: where
 /// it stopped making sense.
-fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
+pub fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
     let s = text.as_bytes();
     let mut at = 0;
     let skip = |at: &mut usize| {
@@ -1204,7 +1250,7 @@ fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
                         legs.push(Leg::AnyMember);
                     }
                     Some(b'"') => {
-                        let mut p = Parser { s, at };
+                        let mut p = Parser { s, at, spans: None };
                         let name = p.string()?;
                         at = p.at;
                         legs.push(Leg::Member(name));
@@ -1249,7 +1295,7 @@ fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
 }
 
 /// The values `path` reaches from `j`, in document order.
-fn select<'j>(j: &'j Json, path: &[Leg], out: &mut Vec<&'j Json>) {
+pub fn select<'j>(j: &'j Json, path: &[Leg], out: &mut Vec<&'j Json>) {
     let Some((leg, rest)) = path.split_first() else {
         out.push(j);
         return;
@@ -1284,6 +1330,29 @@ fn select<'j>(j: &'j Json, path: &[Leg], out: &mut Vec<&'j Json>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_are_where_each_value_was_written() {
+        let text = r#" {"a" : [1,  2], "b":{"k" :"v"}, "a":null } "#;
+        let (doc, spans) = parse_with_spans(text).expect("parses");
+        let mut all = Vec::new();
+        preorder(&doc, &mut all);
+        assert_eq!(all.len(), spans.len());
+        let written: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
+        assert_eq!(
+            written,
+            [
+                r#"{"a" : [1,  2], "b":{"k" :"v"}, "a":null }"#,
+                "[1,  2]",
+                "1",
+                "2",
+                r#"{"k" :"v"}"#,
+                r#""v""#,
+                "null",
+            ]
+        );
+        assert_eq!(parse_with_spans("[1,").map(|_| ()), Err(3));
+    }
 
     #[test]
     fn documents_are_written_back_as_mariadb_writes_them() {

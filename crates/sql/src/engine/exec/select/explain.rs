@@ -10,7 +10,10 @@ use std::time::Instant;
 
 use sqlparser::ast;
 
-use super::{env, order_by_index, per_row, plan_query, run_one, single_access, Planned, Plans};
+use super::{
+    env, order_by_index, per_row, per_row_queries, plan_query, run_one, single_access, LateralRows,
+    Planned, Plans,
+};
 use crate::backend::ResultSink;
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::join::{self as join_exec, StepStats};
@@ -112,7 +115,8 @@ pub fn explain(
     // Ids after the SELECTs of the union: the per-row subqueries'.
     let mut next_id = plans.planned.len() + 1;
     for (at, p) in plans.planned.iter().enumerate() {
-        let dependent = per_row(p);
+        // A JSON_TABLE runs per row, but as a table of the SELECT's own.
+        let dependent = per_row_queries(p);
         let select_type = match (plans.planned.len(), at) {
             (1, _) if dependent => "PRIMARY",
             (1, _) => "SIMPLE",
@@ -208,10 +212,14 @@ fn dependents_of(p: &Planned) -> Vec<Dependent> {
     let mut subs: Vec<Dependent> = p
         .laterals
         .iter()
-        .map(|lat| Dependent {
-            query: Arc::clone(&lat.query),
-            outer: lat.outer.clone(),
-            clause: Clause::Lateral,
+        .filter_map(|lat| match &lat.rows {
+            LateralRows::Query { query, outer, .. } => Some(Dependent {
+                query: Arc::clone(query),
+                outer: outer.clone(),
+                clause: Clause::Lateral,
+            }),
+            // A table of its own row in the SELECT's rows.
+            LateralRows::Json(_) => None,
         })
         .collect();
     subqueries_of(&p.items, Clause::Projection, &mut subs);
@@ -851,6 +859,38 @@ fn extra_of(r: &Row) -> Vec<String> {
 
 /// The rows of one SELECT of the query.
 fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
+    let mut rows = own_rows_of(p, ctx)?;
+    let functions: Vec<&str> = p
+        .laterals
+        .iter()
+        .filter_map(|l| match &l.rows {
+            LateralRows::Json(t) => Some(t.alias()),
+            LateralRows::Query { .. } => None,
+        })
+        .collect();
+    if functions.is_empty() {
+        return Ok(rows);
+    }
+    // A FROM of JSON_TABLEs alone reads no table but them.
+    if functions.len() == p.laterals.len() && matches!(rows.as_slice(), [r] if r.table.is_none()) {
+        rows.clear();
+    }
+    for alias in functions {
+        rows.push(Row {
+            table: Some(alias.to_owned()),
+            access_type: Some("ALL"),
+            extra: vec![TABLE_FUNCTION.to_owned()],
+            ..Row::default()
+        });
+    }
+    Ok(rows)
+}
+
+/// EXPLAIN's Extra of a JSON_TABLE, as MariaDB's.
+const TABLE_FUNCTION: &str = "Table function: json_table";
+
+/// The rows of the tables a SELECT reads (its JSON_TABLEs' aside).
+fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     let grouped = !p.group.is_empty() || p.distinct;
     let mut sort_extra = Vec::new();
     if grouped {
@@ -1309,6 +1349,7 @@ fn table_json(r: &Row, indent: &str) -> String {
         match e.as_str() {
             "Using filesort" => fields.push("\"using_filesort\": true".to_owned()),
             "Using temporary" => fields.push("\"using_temporary_table\": true".to_owned()),
+            TABLE_FUNCTION => fields.push("\"table_function\": \"json_table\"".to_owned()),
             other => fields.push(format!("\"message\": {}", js(other))),
         }
     }
