@@ -79,6 +79,22 @@ fn accounts_live_in_the_cluster_and_grants_are_enforced() {
             "GRANT CREATE, DROP ON `annsdb`.* TO `ann`@`%`"
         ]
     );
+    // SHOW CREATE USER: the password as its mysql_native_password hash
+    // (MariaDB's text for 'secret'); an account sees its own, not others'.
+    let create: Vec<String> = root
+        .query("SHOW CREATE USER 'ann'@'%'")
+        .expect("show create user");
+    assert_eq!(
+        create,
+        ["CREATE USER `ann`@`%` IDENTIFIED BY PASSWORD '*14E65567ABDB5135D0CFD9A70B3032C179A49EE7'"]
+    );
+    let own: Vec<String> = ann.query("SHOW CREATE USER").expect("one's own");
+    assert_eq!(own, create);
+    assert_eq!(
+        code(ann.query_drop("SHOW CREATE USER root@localhost")),
+        1044
+    );
+    assert_eq!(code(root.query_drop("SHOW CREATE USER 'nobody'@'%'")), 1133);
     // Grants are read at login (and USE), as MySQL applies them.
     let mut ann = connect(second, "ann", Some("secret")).expect("ann logs in again");
     ann.query_drop("CREATE DATABASE annsdb")

@@ -285,6 +285,8 @@ pub fn state_of(code: u16) -> &'static str {
     match code {
         CON_COUNT => "08004",
         HANDSHAKE => "08S01",
+        // No such account (SHOW CREATE USER, GRANT to one).
+        1133 => "28000",
         DBACCESS_DENIED
         | ACCESS_DENIED
         | TABLEACCESS_DENIED

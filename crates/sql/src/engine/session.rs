@@ -1124,6 +1124,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             return show_warnings_statement(&spanned, sql)
         }
         ("SHOW", "GRANTS", _) => return extra_text("SHOW GRANTS", text(&spanned)),
+        ("SHOW", "CREATE", "USER") => return extra_text("SHOW CREATE USER", text(&spanned)),
         // SHOW of routines, triggers, events, logs, replicas, plugins, …:
         // the server's (`server_info`), with their LIKE and WHERE.
         ("SHOW", first, second) if super::server_info::is_server_show(first, second) => {

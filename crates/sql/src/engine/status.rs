@@ -83,6 +83,7 @@ pub const COM_NAMES: &[&str] = &[
     "show_collations",
     "show_create_db",
     "show_create_table",
+    "show_create_user",
     "show_databases",
     "show_errors",
     "show_fields",
@@ -572,6 +573,8 @@ fn com_of(statement: &Stmt) -> Option<usize> {
                 c!("show_keys")
             } else if starts("SHOW GRANTS") {
                 c!("show_grants")
+            } else if starts("SHOW CREATE USER") {
+                c!("show_create_user")
             } else if starts("CREATE USER") {
                 c!("create_user")
             } else if starts("DROP USER") {

@@ -910,6 +910,7 @@ pub fn text_statement(
         "GRANT" => grant(conn, &mut w, true),
         "REVOKE" => grant(conn, &mut w, false),
         "SHOW GRANTS" => show_grants(conn, &mut w, more, sink),
+        "SHOW CREATE USER" => show_create_user(conn, &mut w, more, sink),
         other => Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
 }
@@ -1249,7 +1250,11 @@ fn grant(conn: &mut Conn<'_>, w: &mut Words, give: bool) -> SqlResult<Answered> 
             .find(|a| a.user == user && a.host.eq_ignore_ascii_case(&host))
         else {
             return Err(SqlError::new(
-                if give { 1133 } else { codes::NONEXISTING_GRANT },
+                if give {
+                    USER_ROW_MISSING
+                } else {
+                    codes::NONEXISTING_GRANT
+                },
                 if give {
                     format!("Can't find any matching row in the user table for '{user}'@'{host}'")
                 } else {
@@ -1422,6 +1427,73 @@ fn show_grants(
     send_rows(sink, &columns, rows, more)?;
     Ok(Answered::Done)
 }
+
+/// `SHOW CREATE USER [account]` (the session's own without one): the
+/// CREATE USER that makes the account again, as MariaDB writes it (the
+/// password as its `mysql_native_password` hash).
+fn show_create_user(
+    conn: &mut Conn<'_>,
+    w: &mut Words,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    w.expect("SHOW")?;
+    w.expect("CREATE")?;
+    w.expect("USER")?;
+    let (user, host) = if w.at >= w.tokens.len() {
+        (conn.session.user.clone(), conn.session.host.clone())
+    } else {
+        w.account(conn)?
+    };
+    w.done()?;
+    let own = user == conn.session.user && host == conn.session.host;
+    if !own && conn.grants.global & privilege::SELECT == 0 {
+        return Err(SqlError::new(
+            codes::DBACCESS_DENIED,
+            format!(
+                "Access denied for user {} to database 'mysql'",
+                account_of(conn)
+            ),
+        ));
+    }
+    let accounts = load_accounts(conn.native)?;
+    let Some(account) = accounts
+        .iter()
+        .find(|a| a.user == user && a.host.eq_ignore_ascii_case(&host))
+    else {
+        return Err(SqlError::new(
+            USER_ROW_MISSING,
+            "Can't find any matching row in the user table",
+        ));
+    };
+    let mut text = format!("CREATE USER `{}`@`{}`", account.user, account.host);
+    if !account.credentials.empty {
+        let hash: String = account
+            .credentials
+            .native
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        text.push_str(&format!(" IDENTIFIED BY PASSWORD '*{hash}'"));
+    }
+    let title = format!("CREATE USER for {}@{}", account.user, account.host);
+    let columns = [ColumnMeta::expr(
+        title,
+        ColumnType::VarString,
+        charset::UTF8MB4_GENERAL_CI,
+        4096,
+    )];
+    send_rows(
+        sink,
+        &columns,
+        vec![vec![SqlValue::Bytes(text.into_bytes())]],
+        more,
+    )?;
+    Ok(Answered::Done)
+}
+
+/// MariaDB's 1133, of an account that is not there.
+const USER_ROW_MISSING: u16 = 1133;
 
 /// `io` errors are not account errors; kept for the sink's signature.
 #[allow(dead_code)]
