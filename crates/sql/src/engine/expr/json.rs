@@ -238,7 +238,12 @@ impl JsonFn {
                     };
                     // A parent that is missing or no array: unchanged.
                     if let Some(Json::Array(items)) = locate(&mut doc, parent) {
-                        let at = (*n).min(items.len());
+                        // Here `last` is past the last element, as
+                        // MariaDB's (`$[last]` appends).
+                        let at = match *n {
+                            At::Start(n) => n.min(items.len()),
+                            At::End(k) => items.len().saturating_sub(k),
+                        };
                         items.insert(at, of_sql(&args[2 * k + 2], &v[2 * k + 2]));
                     }
                 }
@@ -306,8 +311,10 @@ impl JsonFn {
                         (Some(Json::Object(members)), Leg::Member(name)) => {
                             members.retain(|(k, _)| k != name);
                         }
-                        (Some(Json::Array(items)), Leg::Index(n)) if *n < items.len() => {
-                            items.remove(*n);
+                        (Some(Json::Array(items)), Leg::Index(n)) => {
+                            if let Some(n) = n.of(items.len()).filter(|&n| n < items.len()) {
+                                items.remove(n);
+                            }
                         }
                         _ => {}
                     }
@@ -471,7 +478,8 @@ impl JsonFn {
         let pattern = v[2].to_text();
         let mut found = Vec::new();
         let mut at = Vec::new();
-        search_in(&doc, &mut at, &paths, &pattern, escape, all, &mut found);
+        let under = Under::of(&doc, &paths);
+        search_in(&doc, &mut at, &under, &pattern, escape, all, &mut found);
         Ok(match found.len() {
             0 => Val::Null,
             1 => Val::str(quoted(&found[0])),
@@ -520,19 +528,17 @@ impl JsonFn {
                     None => {}
                 }
             }
-            (Json::Array(items), Leg::Index(n)) => {
-                if *n < items.len() {
-                    if replace {
-                        items[*n] = value;
-                    }
-                } else if add {
-                    items.push(value);
-                }
-            }
+            (Json::Array(items), Leg::Index(n)) => match n.of(items.len()) {
+                Some(n) if n < items.len() && replace => items[n] = value,
+                Some(n) if n < items.len() => {}
+                // Past either end: added at the end.
+                _ if add => items.push(value),
+                _ => {}
+            },
             // `[0]` of a value that is no array is the value itself;
             // another index makes it an array of it and the new value.
-            (other, Leg::Index(0)) if replace => *other = value,
-            (_, Leg::Index(0)) => {}
+            (other, Leg::Index(At::Start(0))) if replace => *other = value,
+            (_, Leg::Index(At::Start(0))) => {}
             (other, Leg::Index(_)) if add => {
                 let old = std::mem::replace(other, Json::Null);
                 *other = Json::Array(vec![old, value]);
@@ -727,14 +733,16 @@ pub fn position_error(
     text: &str,
     at: usize,
 ) -> (u16, String) {
-    if at >= text.len() {
+    // Past the end (`**` at the end of a path) is a syntax error just
+    // after it.
+    if at == text.len() {
         let message =
             format!("Unexpected end of JSON {what} in argument {arg} to function '{name}'");
         (codes.0, message)
     } else {
         let message = format!(
             "Syntax error in JSON {what} in argument {arg} to function '{name}' at position {}",
-            at + 1
+            at.min(text.len()) + 1
         );
         (codes.1, message)
     }
@@ -761,8 +769,11 @@ fn locate<'j>(j: &'j mut Json, path: &[Leg]) -> Option<&'j mut Json> {
             let (_, m) = members.iter_mut().find(|(k, _)| k == name)?;
             locate(m, rest)
         }
-        (Leg::Index(n), Json::Array(items)) => locate(items.get_mut(*n)?, rest),
-        (Leg::Index(0), other) => locate(other, rest),
+        (Leg::Index(n), Json::Array(items)) => {
+            let n = n.of(items.len())?;
+            locate(items.get_mut(n)?, rest)
+        }
+        (Leg::Index(At::Start(0)), other) => locate(other, rest),
         _ => None,
     }
 }
@@ -846,14 +857,59 @@ fn merge_preserve(a: Json, b: Json) -> Json {
     }
 }
 
+/// The values JSON_SEARCH's paths reach (its matches must be at or under
+/// one), or every value when it is given none.
+struct Under<'j> {
+    reached: Option<std::collections::HashSet<*const Json>>,
+    _doc: std::marker::PhantomData<&'j Json>,
+}
+
+impl<'j> Under<'j> {
+    fn of(doc: &'j Json, paths: &[Vec<Leg>]) -> Under<'j> {
+        let reached = (!paths.is_empty()).then(|| {
+            let mut found = Vec::new();
+            for p in paths {
+                select(doc, p, &mut found);
+            }
+            found.into_iter().map(|j| j as *const Json).collect()
+        });
+        Under {
+            reached,
+            _doc: std::marker::PhantomData,
+        }
+    }
+
+    /// Whether `j` is one of the values reached.
+    fn holds(&self, j: &Json) -> bool {
+        self.reached
+            .as_ref()
+            .is_none_or(|r| r.contains(&(j as *const Json)))
+    }
+}
+
 /// JSON_SEARCH's walk of `j`, at path `at` (its legs): pushes onto
 /// `found` the path of each scalar but null whose text matches `pattern`,
-/// in document order, when `at` is under one of `paths` (or there are
-/// none); stops at the first unless `all`.
+/// in document order, when it is at or under a value `under` holds; stops
+/// at the first unless `all`.
 fn search_in(
     j: &Json,
     at: &mut Vec<Leg>,
-    paths: &[Vec<Leg>],
+    under: &Under<'_>,
+    pattern: &str,
+    escape: char,
+    all: bool,
+    found: &mut Vec<String>,
+) {
+    search_from(j, at, under, under.holds(j), pattern, escape, all, found);
+}
+
+/// [`search_in`] of `j`, `inside` a value its paths reach or not.
+#[allow(clippy::too_many_arguments)]
+fn search_from(
+    j: &Json,
+    at: &mut Vec<Leg>,
+    under: &Under<'_>,
+    inside: bool,
     pattern: &str,
     escape: char,
     all: bool,
@@ -870,8 +926,9 @@ fn search_in(
         Json::Null => None,
         Json::Array(items) => {
             for (n, item) in items.iter().enumerate() {
-                at.push(Leg::Index(n));
-                search_in(item, at, paths, pattern, escape, all, found);
+                at.push(Leg::Index(At::Start(n)));
+                let inside = inside || under.holds(item);
+                search_from(item, at, under, inside, pattern, escape, all, found);
                 at.pop();
             }
             None
@@ -879,7 +936,8 @@ fn search_in(
         Json::Object(members) => {
             for (name, m) in members {
                 at.push(Leg::Member(name.clone()));
-                search_in(m, at, paths, pattern, escape, all, found);
+                let inside = inside || under.holds(m);
+                search_from(m, at, under, inside, pattern, escape, all, found);
                 at.pop();
             }
             None
@@ -888,20 +946,9 @@ fn search_in(
     let Some(text) = text else {
         return;
     };
-    let under = |p: &Vec<Leg>| {
-        p.len() <= at.len()
-            && p.iter()
-                .zip(at.iter())
-                .all(|(want, leg)| match (want, leg) {
-                    (Leg::AnyMember, Leg::Member(_)) | (Leg::AnyIndex, Leg::Index(_)) => true,
-                    (want, leg) => want == leg,
-                })
-    };
     // MariaDB matches under the pattern's collation; a literal's is the
     // connection's utf8mb4_general_ci here.
-    if (paths.is_empty() || paths.iter().any(under))
-        && super::eval::like(text, pattern, escape, true)
-    {
+    if inside && super::eval::like(text, pattern, escape, true) {
         let mut path = String::from("$");
         for leg in at.iter() {
             match leg {
@@ -910,8 +957,9 @@ fn search_in(
                     path.push('.');
                     path.push_str(name);
                 }
-                Leg::Index(n) => path.push_str(&format!("[{n}]")),
-                Leg::AnyMember | Leg::AnyIndex => {}
+                Leg::Index(At::Start(n)) => path.push_str(&format!("[{n}]")),
+                // The walk's own legs are names and positions.
+                _ => {}
             }
         }
         found.push(path);
@@ -1206,18 +1254,47 @@ impl Parser<'_> {
 pub enum Leg {
     Member(String),
     AnyMember,
-    Index(usize),
+    /// `[n]`, `[last]`, `[last-n]`, `[-n]`.
+    Index(At),
     AnyIndex,
+    /// `[m to n]`, both ends in.
+    Range(At, At),
+    /// `**`: any number of steps down, none too.
+    AnyDepth,
 }
 
 impl Leg {
+    /// Whether it may reach several values.
     pub fn is_wild(&self) -> bool {
-        matches!(self, Leg::AnyMember | Leg::AnyIndex)
+        matches!(
+            self,
+            Leg::AnyMember | Leg::AnyIndex | Leg::Range(..) | Leg::AnyDepth
+        )
     }
 }
 
-/// A path `$`, `.name`, `."quoted name"`, `.*`, `[n]`, `[*]`; Err: where
-/// it stopped making sense.
+/// An array position of a path: from the start, or back from the last
+/// element (`last` is `End(0)`, `last-2` and `-3` are `End(2)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum At {
+    Start(usize),
+    End(usize),
+}
+
+impl At {
+    /// The position in an array of `len` elements (None: before its
+    /// first; it may be past its last).
+    fn of(self, len: usize) -> Option<usize> {
+        match self {
+            At::Start(n) => Some(n),
+            At::End(k) => len.checked_sub(k + 1),
+        }
+    }
+}
+
+/// A path `$`, `.name`, `."quoted name"`, `.*`, `**`, `[n]`, `[last]`,
+/// `[last-n]`, `[-n]`, `[m to n]`, `[*]`; Err: where it stopped making
+/// sense.
 pub fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
     let s = text.as_bytes();
     let mut at = 0;
@@ -1241,6 +1318,16 @@ pub fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
             return Err(at);
         }
         match b {
+            // `**` must be followed by a step.
+            b'*' if s.get(at + 1) == Some(&b'*') => {
+                at += 2;
+                if s.get(at).is_none() {
+                    // MariaDB's is a syntax error there, not an end too
+                    // soon (past the end says so: `position_error`).
+                    return Err(at + 1);
+                }
+                legs.push(Leg::AnyDepth);
+            }
             b'.' => {
                 at += 1;
                 skip(&mut at);
@@ -1276,12 +1363,15 @@ pub fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
                     at += 1;
                     legs.push(Leg::AnyIndex);
                 } else {
-                    let from = at;
-                    while s.get(at).is_some_and(u8::is_ascii_digit) {
-                        at += 1;
+                    let first = position(text, &mut at)?;
+                    // MariaDB's range: one space each side of `to`.
+                    if s[at..].starts_with(b" to ") {
+                        at += 4;
+                        let last = position(text, &mut at)?;
+                        legs.push(Leg::Range(first, last));
+                    } else {
+                        legs.push(Leg::Index(first));
                     }
-                    let n = text[from..at].parse().map_err(|_| from)?;
-                    legs.push(Leg::Index(n));
                 }
                 skip(&mut at);
                 if s.get(at) != Some(&b']') {
@@ -1292,6 +1382,37 @@ pub fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
             _ => return Err(at),
         }
     }
+}
+
+/// An array position of a path at `at` (`n`, `-n`, `last`, `last-n`,
+/// MariaDB's: no space after the minus), moved past.
+fn position(text: &str, at: &mut usize) -> Result<At, usize> {
+    let s = text.as_bytes();
+    let digits = |at: &mut usize| -> Result<usize, usize> {
+        let from = *at;
+        while s.get(*at).is_some_and(u8::is_ascii_digit) {
+            *at += 1;
+        }
+        text[from..*at].parse().map_err(|_| from)
+    };
+    if s[*at..].starts_with(b"last") {
+        *at += 4;
+        while s.get(*at) == Some(&b' ') && s.get(*at + 1) == Some(&b'-') {
+            *at += 1;
+        }
+        if s.get(*at) != Some(&b'-') {
+            return Ok(At::End(0));
+        }
+        *at += 1;
+        return digits(at).map(At::End);
+    }
+    if s.get(*at) == Some(&b'-') {
+        *at += 1;
+        let n = digits(at)?;
+        // `-0` is the first element, as `0`.
+        return Ok(n.checked_sub(1).map_or(At::Start(0), At::End));
+    }
+    digits(at).map(At::Start)
 }
 
 /// The values `path` reaches from `j`, in document order.
@@ -1312,15 +1433,73 @@ pub fn select<'j>(j: &'j Json, path: &[Leg], out: &mut Vec<&'j Json>) {
             }
         }
         (Leg::Index(n), Json::Array(items)) => {
-            if let Some(item) = items.get(*n) {
+            if let Some(item) = n.of(items.len()).and_then(|n| items.get(n)) {
                 select(item, rest, out);
             }
         }
-        // `$[0]` of a value that is no array is the value itself.
-        (Leg::Index(0), other) => select(other, rest, out),
+        // `$[0]` of a value that is no array is the value itself (and so
+        // is `$[0 to 0]`).
+        (Leg::Index(At::Start(0)), other) => select(other, rest, out),
         (Leg::AnyIndex, Json::Array(items)) => {
             for item in items {
                 select(item, rest, out);
+            }
+        }
+        (Leg::Range(from, to), Json::Array(items)) => {
+            for n in range_of(*from, *to, items.len()) {
+                select(&items[n], rest, out);
+            }
+        }
+        (Leg::Range(from, to), other) if !range_of(*from, *to, 1).is_empty() => {
+            select(other, rest, out);
+        }
+        (Leg::AnyDepth, j) => any_depth(j, rest, out),
+        _ => {}
+    }
+}
+
+/// The positions `[from to to]` names in an array of `len` elements (a
+/// start before the first is the first, an end past the last the last).
+fn range_of(from: At, to: At, len: usize) -> std::ops::Range<usize> {
+    let start = from.of(len).unwrap_or(0);
+    let end = to.of(len).map_or(0, |n| (n + 1).min(len));
+    start..end.max(start)
+}
+
+/// `**` then `rest` from `j`: the values `rest` reaches from `j` or any
+/// value under it, in document order (a child's own matches before those
+/// under it), as MariaDB lists them.
+fn any_depth<'j>(j: &'j Json, rest: &[Leg], out: &mut Vec<&'j Json>) {
+    let Some((leg, after)) = rest.split_first() else {
+        return;
+    };
+    if !matches!(j, Json::Array(_)) && *leg == Leg::Index(At::Start(0)) {
+        select(j, after, out);
+    }
+    // Whether `leg` steps from `j` to its child `key` (a name or a
+    // position among `len`).
+    let steps = |key: Result<&str, (usize, usize)>| match (leg, key) {
+        (Leg::Member(name), Ok(k)) => name == k,
+        (Leg::AnyMember, Ok(_)) | (Leg::AnyIndex, Err(_)) => true,
+        (Leg::Index(n), Err((i, len))) => n.of(len) == Some(i),
+        (Leg::Range(from, to), Err((i, len))) => range_of(*from, *to, len).contains(&i),
+        _ => false,
+    };
+    match j {
+        Json::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                if steps(Err((i, items.len()))) {
+                    select(item, after, out);
+                }
+                any_depth(item, rest, out);
+            }
+        }
+        Json::Object(members) => {
+            for (k, m) in members {
+                if steps(Ok(k)) {
+                    select(m, after, out);
+                }
+                any_depth(m, rest, out);
             }
         }
         _ => {}
@@ -1407,7 +1586,7 @@ mod tests {
             search_in(
                 &doc,
                 &mut Vec::new(),
-                &paths,
+                &Under::of(&doc, &paths),
                 pattern,
                 '\\',
                 all,
