@@ -45,6 +45,23 @@ pub enum JsonFn {
     Search,
     /// JSON_VALUE(doc, path): the scalar at the path, unquoted.
     Value,
+    /// MariaDB's JSON_QUERY(doc, path): the object or array there, as
+    /// written.
+    Query,
+    /// MariaDB's JSON_EXISTS(doc, path).
+    Exists,
+    /// JSON_OVERLAPS(a, b): a value in common.
+    Overlaps,
+    /// MariaDB's JSON_EQUALS(a, b): the same JSON value.
+    Equals,
+    /// MariaDB's JSON_NORMALIZE: members sorted, numbers as doubles.
+    Normalize,
+    /// MariaDB's JSON_COMPACT: no white space.
+    Compact,
+    /// MariaDB's JSON_LOOSE: its usual spacing.
+    Loose,
+    /// MariaDB's JSON_DETAILED (and JSON_PRETTY): one value a line.
+    Detailed,
 }
 
 impl JsonFn {
@@ -73,6 +90,14 @@ impl JsonFn {
             "JSON_MERGE_PRESERVE" | "JSON_MERGE" => (JsonFn::MergePreserve, 2, usize::MAX),
             "JSON_SEARCH" => (JsonFn::Search, 3, usize::MAX),
             "JSON_VALUE" => (JsonFn::Value, 2, 2),
+            "JSON_QUERY" => (JsonFn::Query, 2, 2),
+            "JSON_EXISTS" => (JsonFn::Exists, 2, 2),
+            "JSON_OVERLAPS" => (JsonFn::Overlaps, 2, 2),
+            "JSON_EQUALS" => (JsonFn::Equals, 2, 2),
+            "JSON_NORMALIZE" => (JsonFn::Normalize, 1, 1),
+            "JSON_COMPACT" => (JsonFn::Compact, 1, 1),
+            "JSON_LOOSE" => (JsonFn::Loose, 1, 1),
+            "JSON_DETAILED" | "JSON_PRETTY" => (JsonFn::Detailed, 1, 2),
             _ => return None,
         })
     }
@@ -101,6 +126,14 @@ impl JsonFn {
             JsonFn::MergePreserve => "json_merge_preserve",
             JsonFn::Search => "json_search",
             JsonFn::Value => "json_value",
+            JsonFn::Query => "json_query",
+            JsonFn::Exists => "json_exists",
+            JsonFn::Overlaps => "json_overlaps",
+            JsonFn::Equals => "json_equals",
+            JsonFn::Normalize => "json_normalize",
+            JsonFn::Compact => "json_compact",
+            JsonFn::Loose => "json_loose",
+            JsonFn::Detailed => "json_detailed",
         }
     }
 
@@ -111,7 +144,10 @@ impl JsonFn {
             | JsonFn::Length
             | JsonFn::Depth
             | JsonFn::ContainsPath
-            | JsonFn::Contains => Kind::Int { unsigned: false },
+            | JsonFn::Contains
+            | JsonFn::Exists
+            | JsonFn::Overlaps
+            | JsonFn::Equals => Kind::Int { unsigned: false },
             _ => Kind::Str {
                 collation: Some(schema::Collation::Utf8mb4Bin),
             },
@@ -137,6 +173,11 @@ impl JsonFn {
                 | JsonFn::MergePatch
                 | JsonFn::MergePreserve
                 | JsonFn::Search
+                | JsonFn::Query
+                | JsonFn::Normalize
+                | JsonFn::Compact
+                | JsonFn::Loose
+                | JsonFn::Detailed
         )
     }
 
@@ -365,6 +406,99 @@ impl JsonFn {
             // The scalar is unquoted (true and false as 1 and 0, as
             // MariaDB's); JSON null, an array, an object and a missing
             // value are NULL.
+            // The path first, as JSON_VALUE's; an object or an array as
+            // it was written; anything else (a wildcard path too) NULL.
+            JsonFn::Query => {
+                if v[0].is_null() || v[1].is_null() {
+                    return Ok(Val::Null);
+                }
+                let path = match parse_path(&text(1)) {
+                    Ok(path) if path.iter().any(Leg::is_wild) => return Ok(Val::Null),
+                    Ok(path) => path,
+                    Err(at) => {
+                        let (code, message) = self.path_error(2, &text(1), at);
+                        ctx.warn(code, message);
+                        return Ok(Val::Null);
+                    }
+                };
+                let doc_text = text(0);
+                let Ok((doc, spans)) = parse_with_spans(&doc_text) else {
+                    return Ok(Val::Null);
+                };
+                let mut found = Vec::new();
+                select(&doc, &path, &mut found);
+                match found.first() {
+                    Some(j @ (Json::Array(_) | Json::Object(_))) => {
+                        let mut all = Vec::with_capacity(spans.len());
+                        preorder(&doc, &mut all);
+                        let at = all.iter().position(|x| std::ptr::eq(*x, *j));
+                        match at.and_then(|i| spans.get(i)) {
+                            Some(&(a, b)) => Val::str(doc_text[a..b].to_owned()),
+                            None => Val::str(write(j)),
+                        }
+                    }
+                    _ => Val::Null,
+                }
+            }
+            // A bad path is NULL without a warning, as MariaDB's.
+            JsonFn::Exists => {
+                if v[0].is_null() || v[1].is_null() {
+                    return Ok(Val::Null);
+                }
+                let Ok(path) = parse_path(&text(1)) else {
+                    return Ok(Val::Null);
+                };
+                let Some(doc) = self.document(v, 0, ctx) else {
+                    return Ok(Val::Null);
+                };
+                let mut found = Vec::new();
+                select(&doc, &path, &mut found);
+                Val::Int(i64::from(!found.is_empty()))
+            }
+            // A document that is no JSON overlaps nothing (0, warned).
+            JsonFn::Overlaps => {
+                if v[0].is_null() || v[1].is_null() {
+                    return Ok(Val::Null);
+                }
+                let (Some(a), Some(b)) = (self.document(v, 0, ctx), self.document(v, 1, ctx))
+                else {
+                    return Ok(Val::Int(0));
+                };
+                Val::Int(i64::from(overlaps(&a, &b)))
+            }
+            JsonFn::Equals => {
+                if v[0].is_null() || v[1].is_null() {
+                    return Ok(Val::Null);
+                }
+                let (Some(a), Some(b)) = (self.document(v, 0, ctx), self.document(v, 1, ctx))
+                else {
+                    return Ok(Val::Null);
+                };
+                Val::Int(i64::from(equal(&a, &b)))
+            }
+            JsonFn::Normalize | JsonFn::Compact | JsonFn::Loose | JsonFn::Detailed => {
+                if v[0].is_null() {
+                    return Ok(Val::Null);
+                }
+                let Some(doc) = self.document(v, 0, ctx) else {
+                    return Ok(Val::Null);
+                };
+                let mut out = String::new();
+                match self {
+                    JsonFn::Normalize => write_normal(&doc, &mut out),
+                    JsonFn::Compact => write_compact(&doc, &mut out),
+                    JsonFn::Loose => write_into(&doc, &mut out),
+                    _ => {
+                        // The indent, MariaDB's `tab_size` (4; at most 64).
+                        let width = match v.get(1) {
+                            Some(w) if !w.is_null() => ctx.num_i64(w).clamp(0, 64) as usize,
+                            _ => 4,
+                        };
+                        write_detailed(&doc, width, 0, &mut out);
+                    }
+                }
+                Val::str(out)
+            }
             JsonFn::Value => {
                 if v[0].is_null() || v[1].is_null() {
                     return Ok(Val::Null);
@@ -688,7 +822,15 @@ impl JsonFn {
             | JsonFn::MergePatch
             | JsonFn::MergePreserve
             | JsonFn::Search
-            | JsonFn::Value => unreachable!("answered before parsing"),
+            | JsonFn::Value
+            | JsonFn::Query
+            | JsonFn::Exists
+            | JsonFn::Overlaps
+            | JsonFn::Equals
+            | JsonFn::Normalize
+            | JsonFn::Compact
+            | JsonFn::Loose
+            | JsonFn::Detailed => unreachable!("answered before parsing"),
         }
     }
 }
@@ -1021,6 +1163,194 @@ fn write_into(j: &Json, out: &mut String) {
             }
             out.push('}');
         }
+    }
+}
+
+/// JSON_COMPACT's text: no white space.
+fn write_compact(j: &Json, out: &mut String) {
+    match j {
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(item, out);
+            }
+            out.push(']');
+        }
+        Json::Object(members) => {
+            out.push('{');
+            for (i, (k, m)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write_compact(m, out);
+            }
+            out.push('}');
+        }
+        scalar => write_into(scalar, out),
+    }
+}
+
+/// JSON_DETAILED's text, as MariaDB lays it out: each element and member
+/// on a line of its own, indented `width` per level, an object's or
+/// array's value of a member on the line after its name; an array of one
+/// scalar (and an empty one) on one line.
+fn write_detailed(j: &Json, width: usize, depth: usize, out: &mut String) {
+    let line = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', width * depth));
+    };
+    match j {
+        Json::Array(items) if items.is_empty() => out.push_str("[]"),
+        Json::Array(items)
+            if items.len() == 1 && !matches!(items[0], Json::Array(_) | Json::Object(_)) =>
+        {
+            out.push('[');
+            write_into(&items[0], out);
+            out.push(']');
+        }
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                line(out, depth + 1);
+                write_detailed(item, width, depth + 1, out);
+            }
+            line(out, depth);
+            out.push(']');
+        }
+        Json::Object(members) => {
+            out.push('{');
+            for (i, (k, m)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                line(out, depth + 1);
+                write_string(k, out);
+                out.push_str(": ");
+                if matches!(m, Json::Array(_) | Json::Object(_)) {
+                    line(out, depth + 1);
+                }
+                write_detailed(m, width, depth + 1, out);
+            }
+            line(out, depth);
+            out.push('}');
+        }
+        scalar => write_into(scalar, out),
+    }
+}
+
+/// JSON_NORMALIZE's text: compact, members sorted by name, numbers as
+/// [`normal_number`].
+fn write_normal(j: &Json, out: &mut String) {
+    match j {
+        Json::Number(n) => out.push_str(&normal_number(n)),
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_normal(item, out);
+            }
+            out.push(']');
+        }
+        Json::Object(members) => {
+            out.push('{');
+            for (i, (k, m)) in sorted(members).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write_normal(m, out);
+            }
+            out.push('}');
+        }
+        scalar => write_into(scalar, out),
+    }
+}
+
+/// A JSON number written as MariaDB normalizes it, from its digits (no
+/// rounding through a double): `d.dddE±n`, `0.0E0` for zero (`123.45` is
+/// `1.2345E2`, `0.001` is `1.0E-3`).
+fn normal_number(text: &str) -> String {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (
+            &unsigned[..at],
+            unsigned[at + 1..].parse::<i64>().unwrap_or(0),
+        ),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = whole.chars().chain(fraction.chars()).collect();
+    let Some(first) = digits.find(|c| c != '0') else {
+        return "0.0E0".to_owned();
+    };
+    let significant = digits[first..].trim_end_matches('0');
+    // The point after the first significant digit.
+    let exponent = exponent + whole.len() as i64 - first as i64 - 1;
+    let rest = if significant.len() > 1 {
+        &significant[1..]
+    } else {
+        "0"
+    };
+    format!(
+        "{}{}.{}E{}",
+        if negative { "-" } else { "" },
+        &significant[..1],
+        rest,
+        exponent
+    )
+}
+
+/// An object's members sorted by name.
+fn sorted(m: &[(String, Json)]) -> Vec<&(String, Json)> {
+    let mut v: Vec<&(String, Json)> = m.iter().collect();
+    v.sort_by(|p, q| p.0.cmp(&q.0));
+    v
+}
+
+/// JSON_EQUALS: the same value (members in any order, numbers by value).
+fn equal(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Number(x), Json::Number(y)) => normal_number(x) == normal_number(y),
+        (Json::Array(x), Json::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal(p, q))
+        }
+        (Json::Object(x), Json::Object(y)) => {
+            x.len() == y.len()
+                && sorted(x)
+                    .into_iter()
+                    .zip(sorted(y))
+                    .all(|((k, p), (l, q))| k == l && equal(p, q))
+        }
+        (x, y) => x == y,
+    }
+}
+
+/// JSON_OVERLAPS, as MariaDB's: two arrays share an element; an array
+/// and a scalar or an object, when it holds it; two objects share a
+/// member (name and value); two scalars are equal.
+fn overlaps(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Array(x), Json::Array(y)) => x.iter().any(|p| y.iter().any(|q| equal(p, q))),
+        (Json::Array(x), other) | (other, Json::Array(x)) => x.iter().any(|p| equal(p, other)),
+        (Json::Object(x), Json::Object(y)) => x
+            .iter()
+            .any(|(k, p)| y.iter().any(|(l, q)| k == l && equal(p, q))),
+        (Json::Object(_), _) | (_, Json::Object(_)) => false,
+        (x, y) => equal(x, y),
     }
 }
 
@@ -1509,6 +1839,34 @@ fn any_depth<'j>(j: &'j Json, rest: &[Leg], out: &mut Vec<&'j Json>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_normalize_from_their_digits() {
+        for (text, want) in [
+            ("0", "0.0E0"),
+            ("-0.0", "0.0E0"),
+            ("1", "1.0E0"),
+            ("-1.5", "-1.5E0"),
+            ("123.45", "1.2345E2"),
+            ("0.001", "1.0E-3"),
+            ("1e100", "1.0E100"),
+            ("-12E+2", "-1.2E3"),
+            ("1.5e-3", "1.5E-3"),
+            ("12345678901234567890", "1.234567890123456789E19"),
+            ("100", "1.0E2"),
+        ] {
+            assert_eq!(normal_number(text), want, "{text}");
+        }
+        // Equal values, however written; overlaps element by element.
+        let j = |t: &str| parse(t).unwrap();
+        assert!(equal(&j("1e2"), &j("100.0")));
+        assert!(!equal(&j("[1,2]"), &j("[2,1]")));
+        assert!(equal(&j(r#"{"a":1,"b":[2]}"#), &j(r#"{"b":[2.0],"a":1}"#)));
+        assert!(overlaps(&j("[1,[2]]"), &j("[[2],3]")));
+        assert!(!overlaps(&j("[1,[2]]"), &j("[2]")));
+        assert!(overlaps(&j(r#"{"a":1}"#), &j(r#"[{"a":1}]"#)));
+        assert!(!overlaps(&j("{}"), &j("{}")));
+    }
 
     #[test]
     fn spans_are_where_each_value_was_written() {
