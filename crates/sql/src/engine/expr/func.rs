@@ -269,6 +269,17 @@ pub enum Func {
     BinToUuid,
     /// MySQL 8's IS_UUID(text).
     IsUuid,
+    /// COMPRESS(text): MySQL's zlib layout.
+    Compress,
+    Uncompress,
+    UncompressedLength,
+    /// AES_ENCRYPT(text, key): AES-128-ECB with MySQL's key folding.
+    AesEncrypt,
+    AesDecrypt,
+    RandomBytes,
+    Crc32c,
+    /// MariaDB's LAST_VALUE(a, …, z): each evaluated, z given.
+    LastValue,
     RegexpInstr,
     RegexpSubstr,
     ExportSet,
@@ -345,6 +356,13 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
             };
             return Ok(Expr::Func(f, args));
         }
+        // MariaDB's ADD_MONTHS(d, n): DATE_ADD(d, INTERVAL n MONTH).
+        "ADD_MONTHS" if args.len() == 2 => {
+            let mut args = args;
+            args.push(Expr::Lit(Val::str("MONTH")));
+            return Ok(Expr::Func(F::DateAdd, args));
+        }
+        "ADD_MONTHS" => (F::DateAdd, 2, 2),
         "DATE_ADD" | "ADDDATE" => (F::DateAdd, 3, 3),
         "DATE_SUB" | "SUBDATE" => (F::DateSub, 3, 3),
         "LAST_INSERT_ID" => (F::LastInsertId, 0, 1),
@@ -372,7 +390,15 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "MD5" => (F::Md5, 1, 1),
         "SHA1" | "SHA" => (F::Sha1, 1, 1),
         "SHA2" => (F::Sha2, 2, 2),
-        "CRC32" => (F::Crc32, 1, 1),
+        "CRC32" => (F::Crc32, 1, 2),
+        "CRC32C" => (F::Crc32c, 1, 2),
+        "COMPRESS" => (F::Compress, 1, 1),
+        "UNCOMPRESS" => (F::Uncompress, 1, 1),
+        "UNCOMPRESSED_LENGTH" => (F::UncompressedLength, 1, 1),
+        "AES_ENCRYPT" => (F::AesEncrypt, 2, 2),
+        "AES_DECRYPT" => (F::AesDecrypt, 2, 2),
+        "RANDOM_BYTES" => (F::RandomBytes, 1, 1),
+        "LAST_VALUE" => (F::LastValue, 1, usize::MAX),
         "UUID" => (F::Uuid, 0, 0),
         "RAND" if args.len() == 1 => {
             // Each RAND(seed) of a statement has its own sequence, kept in
@@ -616,7 +642,15 @@ impl Func {
             | F::MonthName
             | F::Space
             | F::InetNtoa => text_kind(),
-            F::Unhex | F::FromBase64 | F::Char => Kind::Str { collation: None },
+            F::Unhex
+            | F::FromBase64
+            | F::Char
+            | F::Compress
+            | F::Uncompress
+            | F::AesEncrypt
+            | F::AesDecrypt
+            | F::RandomBytes => Kind::Str { collation: None },
+            F::LastValue => arg(args.len().saturating_sub(1)),
             F::RegexpReplace | F::Format | F::Conv => text_kind(),
             F::SecToTime | F::TimeDiff => Kind::Time { fsp: 0 },
             F::MakeDate => Kind::Date,
@@ -709,6 +743,8 @@ impl Func {
             // is -18, not 1690).
             F::BitCount => Kind::Int { unsigned: false },
             F::Crc32
+            | F::Crc32c
+            | F::UncompressedLength
             | F::InetAton
             | F::BitOr
             | F::BitAnd
@@ -933,8 +969,8 @@ impl Func {
 
     /// Whether a call with constant arguments is constant in a statement.
     pub fn is_deterministic(self) -> bool {
-        // SLEEP waits on every call (per row), as MySQL's; UUID, UUID_SHORT
-        // and RAND give a new value each call; the lock functions act each
+        // SLEEP waits on every call (per row), as MySQL's; UUID, UUID_SHORT,
+        // RAND and RANDOM_BYTES give a new value each call; the lock functions act each
         // call; LAST_INSERT_ID(expr) changes what LAST_INSERT_ID() reads
         // later in the same statement.
         !matches!(
@@ -954,6 +990,7 @@ impl Func {
                 | Func::ReleaseAllLocks
                 | Func::IsFreeLock
                 | Func::IsUsedLock
+                | Func::RandomBytes
         )
     }
 
@@ -1518,6 +1555,8 @@ impl Func {
                 }
                 v[0].clone()
             }
+            // Every argument was evaluated (an assignment in one holds).
+            F::LastValue => v.last().cloned().unwrap_or(Val::Null),
             _ if null_in && !matches!(self, F::Greatest(_) | F::Least(_)) => Val::Null,
             F::Md5 => {
                 use md5::Digest;
@@ -1544,7 +1583,52 @@ impl Func {
                     }
                 }
             }
-            F::Crc32 => Val::UInt(u64::from(crc32fast::hash(&bytes(&v[0])))),
+            // CRC32(crc, text) and CRC32C(crc, text) go on from `crc`.
+            F::Crc32 => match v.as_slice() {
+                [text] => Val::UInt(u64::from(crc32fast::hash(&bytes(text)))),
+                [crc, text] => {
+                    let mut h = crc32fast::Hasher::new_with_initial(ctx.num_i64(crc) as u32);
+                    h.update(&bytes(text));
+                    Val::UInt(u64::from(h.finalize()))
+                }
+                _ => Val::Null,
+            },
+            F::Crc32c => match v.as_slice() {
+                [text] => Val::UInt(u64::from(crc32c::crc32c(&bytes(text)))),
+                [crc, text] => Val::UInt(u64::from(crc32c::crc32c_append(
+                    ctx.num_i64(crc) as u32,
+                    &bytes(text),
+                ))),
+                _ => Val::Null,
+            },
+            F::Compress => compress(&bytes(&v[0])),
+            F::Uncompress => uncompress(&bytes(&v[0]), ctx),
+            F::UncompressedLength => {
+                let b = bytes(&v[0]);
+                match b.get(..4) {
+                    // The length, its two top bits left out (MySQL's).
+                    Some(len) => Val::UInt(u64::from(
+                        u32::from_le_bytes([len[0], len[1], len[2], len[3]]) & 0x3FFF_FFFF,
+                    )),
+                    None => Val::UInt(0),
+                }
+            }
+            F::AesEncrypt => Val::Str(aes_encrypt(&bytes(&v[0]), &bytes(&v[1]))),
+            F::AesDecrypt => aes_decrypt(&bytes(&v[0]), &bytes(&v[1])).map_or(Val::Null, Val::Str),
+            F::RandomBytes => match usize::try_from(ctx.num_i64(&v[0])) {
+                Ok(n) if n <= RANDOM_BYTES_MAX => {
+                    let mut out = vec![0u8; n];
+                    getrandom::fill(&mut out).map_err(|e| {
+                        SqlError::new(
+                            crate::error::codes::UNKNOWN,
+                            format!("RANDOM_BYTES: the system's generator failed: {e}"),
+                        )
+                    })?;
+                    Val::Str(out)
+                }
+                // MariaDB's NULL for a length out of 0 to 1024.
+                _ => Val::Null,
+            },
             F::Unhex => {
                 let text = s(0);
                 let digits = text.trim_end().as_bytes();
@@ -3417,6 +3501,107 @@ fn bad_uuid(shown: &str, function: &str) -> SqlError {
     )
 }
 
+/// RANDOM_BYTES' largest length (MariaDB's; NULL past it).
+const RANDOM_BYTES_MAX: usize = 1024;
+
+/// COMPRESS as MySQL lays it out: the length, 4 bytes little-endian,
+/// then the zlib stream, and a '.' after one ending in a space (which a
+/// CHAR column would strip); nothing for nothing.
+fn compress(data: &[u8]) -> Val {
+    use std::io::Write as _;
+    if data.is_empty() {
+        return Val::Str(Vec::new());
+    }
+    let mut out = (data.len() as u32).to_le_bytes().to_vec();
+    let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
+    // Writing into memory cannot fail.
+    let _ = z.write_all(data);
+    out = z.finish().unwrap_or_default();
+    if out.last() == Some(&b' ') {
+        out.push(b'.');
+    }
+    Val::Str(out)
+}
+
+/// UNCOMPRESS of COMPRESS's layout: NULL, with MariaDB's warning, for a
+/// length past the longest string a function builds (1256) or a stream
+/// that is no zlib one of that length (1259).
+fn uncompress(data: &[u8], ctx: &mut Ctx<'_>) -> Val {
+    use std::io::Read as _;
+    let Some(head) = data.get(..4) else {
+        return Val::Str(Vec::new());
+    };
+    let len = (u32::from_le_bytes([head[0], head[1], head[2], head[3]]) & 0x3FFF_FFFF) as usize;
+    if len > STRING_RESULT_BYTES_MAX {
+        ctx.warn(
+            1256,
+            format!(
+                "Uncompressed data size too large; the maximum size is {STRING_RESULT_BYTES_MAX} \
+                 (probably, length of uncompressed data was corrupted)"
+            ),
+        );
+        return Val::Null;
+    }
+    let mut out = Vec::with_capacity(len);
+    let read = flate2::read::ZlibDecoder::new(&data[4..])
+        .take(len as u64 + 1)
+        .read_to_end(&mut out);
+    if read.is_err() || out.len() != len {
+        ctx.warn(1259, "ZLIB: Input data corrupted");
+        return Val::Null;
+    }
+    Val::Str(out)
+}
+
+/// MySQL's AES key: the key's bytes XORed in turn into 16 zero bytes.
+fn aes_key(key: &[u8]) -> aes::Aes128 {
+    use aes::cipher::KeyInit as _;
+    let mut folded = [0u8; 16];
+    for (i, b) in key.iter().enumerate() {
+        folded[i % 16] ^= b;
+    }
+    aes::Aes128::new(&folded.into())
+}
+
+/// AES_ENCRYPT: AES-128-ECB with PKCS#7 padding (MySQL's default
+/// `block_encryption_mode`).
+fn aes_encrypt(data: &[u8], key: &[u8]) -> Vec<u8> {
+    use aes::cipher::BlockEncrypt as _;
+    let cipher = aes_key(key);
+    let pad = 16 - data.len() % 16;
+    let mut out = data.to_vec();
+    out.extend(std::iter::repeat_n(pad as u8, pad));
+    for block in out.chunks_exact_mut(16) {
+        cipher.encrypt_block(block.into());
+    }
+    out
+}
+
+/// AES_DECRYPT: None where the text is no whole blocks or its padding
+/// is wrong (a wrong key, mostly), as MySQL's NULL.
+fn aes_decrypt(data: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+    use aes::cipher::BlockDecrypt as _;
+    if data.is_empty() || !data.len().is_multiple_of(16) {
+        return None;
+    }
+    let cipher = aes_key(key);
+    let mut out = data.to_vec();
+    for block in out.chunks_exact_mut(16) {
+        cipher.decrypt_block(block.into());
+    }
+    let pad = usize::from(*out.last()?);
+    if pad == 0
+        || pad > 16
+        || out[out.len() - pad..]
+            .iter()
+            .any(|&b| usize::from(b) != pad)
+    {
+        return None;
+    }
+    out.truncate(out.len() - pad);
+    Some(out)
+}
+
 /// A value's bytes, as the string functions read them.
 fn bytes(v: &Val) -> Vec<u8> {
     match v {
@@ -3803,6 +3988,37 @@ pub fn date_format(d: Date, t: Time, format: &str) -> String {
                     - days_from_civil(i64::from(d.year), 1, 1)
                     + 1;
                 format!("{doy:03}")
+            }
+            // Weeks as WEEK's modes 0 to 3 give them, and the year of
+            // the week for %V (mode 2) and %v (mode 3).
+            'U' | 'u' | 'V' | 'v' => {
+                let mode = match spec {
+                    'U' => 0,
+                    'u' => 1,
+                    'V' => 2,
+                    _ => 3,
+                };
+                let Val::Int(week) = week_value(Func::Week, d, mode) else {
+                    unreachable!("a week is a number")
+                };
+                format!("{week:02}")
+            }
+            'X' | 'x' => {
+                let mode = if spec == 'X' { 2 } else { 3 };
+                let Val::Int(year_week) = week_value(Func::YearWeek, d, mode) else {
+                    unreachable!("a year and week is a number")
+                };
+                format!("{:04}", year_week / 100)
+            }
+            'D' => {
+                let suffix = match (d.day % 10, d.day / 10) {
+                    (_, 1) => "th",
+                    (1, _) => "st",
+                    (2, _) => "nd",
+                    (3, _) => "rd",
+                    _ => "th",
+                };
+                format!("{}{suffix}", d.day)
             }
             '%' => "%".to_owned(),
             other => other.to_string(),
