@@ -155,6 +155,7 @@ impl Dialect for SkarvDialect {
             if let Some(error) = multi_delete_order_or_limit(parser) {
                 return Some(Err(error));
             }
+            return Some(parse_delete_returning_last(parser));
         }
         MYSQL.parse_statement(parser)
     }
@@ -333,6 +334,20 @@ fn multi_delete_order_or_limit(parser: &Parser) -> Option<ParserError> {
         }
     }
     None
+}
+
+/// A DELETE with MariaDB's `RETURNING` after its ORDER BY and LIMIT
+/// (`DELETE FROM t ORDER BY id LIMIT 1 RETURNING id`): the parser takes
+/// the list only before them, as PostgreSQL writes it.
+fn parse_delete_returning_last(parser: &mut Parser) -> Result<Statement, ParserError> {
+    let delete = parser.next_token();
+    let mut statement = parser.parse_delete(delete)?;
+    if let Statement::Delete(del) = &mut statement {
+        if del.returning.is_none() && parser.parse_keyword(Keyword::RETURNING) {
+            del.returning = Some(parser.parse_comma_separated(Parser::parse_select_item)?);
+        }
+    }
+    Ok(statement)
 }
 
 #[cfg(test)]

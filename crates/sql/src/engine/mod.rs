@@ -187,6 +187,7 @@ impl Engine {
             subqueries: exec::subquery::Cache::default(),
             ctes: exec::cte::Scope::default(),
             view_checks: Vec::new(),
+            returned: None,
             deferred: None,
             text_parsed: None,
         }
@@ -220,6 +221,10 @@ pub struct Conn<'s> {
     /// The WHEREs a write through views WITH CHECK OPTION must keep (set
     /// for that write only: `exec::write`).
     pub view_checks: Vec<exec::through_view::ViewCheck>,
+    /// The rows a write with `RETURNING` wrote (inserted, or deleted), as
+    /// the table's SQL values, collected for that write only
+    /// (`exec::write_returning`); None for any other statement.
+    pub returned: Option<Vec<Vec<crate::engine::expr::Val>>>,
     /// A statement whose read a thread-pool worker sends with other
     /// connections' (`Backend::execute_deferrable`).
     pub deferred: Option<DeferredStatement<'s>>,
@@ -642,6 +647,12 @@ impl<'s> Conn<'s> {
         match statement {
             S::Query(_) => exec::query(self, statement, params, more, sink),
             S::Explain { .. } => exec::explain(self, statement, more, sink),
+            S::Insert(sqlparser::ast::Insert {
+                returning: Some(_), ..
+            })
+            | S::Delete(sqlparser::ast::Delete {
+                returning: Some(_), ..
+            }) => exec::write_returning(self, statement, params, more, sink),
             S::Insert(_) | S::Update(_) | S::Delete(_) => exec::write(self, statement, params),
             S::CreateView(_)
             | S::AlterView(_)

@@ -144,6 +144,20 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             count: true,
             ..
         }) => vec![super::session::show_count_column(*errors)],
+        Stmt::Sql(w)
+            if matches!(
+                &**w,
+                Statement::Insert(sqlparser::ast::Insert {
+                    returning: Some(_),
+                    ..
+                }) | Statement::Delete(sqlparser::ast::Delete {
+                    returning: Some(_),
+                    ..
+                })
+            ) =>
+        {
+            exec::describe_returning(conn, w, &placeholders)?
+        }
         _ => Vec::new(),
     };
     let params = placeholders

@@ -195,6 +195,58 @@ pub fn write(
     }
 }
 
+/// Runs an `INSERT`, `REPLACE` or single-table `DELETE` with `RETURNING`
+/// (MariaDB's): the list is planned first, the write runs with its rows
+/// collected (`Conn::returned`), and its answer is the list's values of
+/// each row inserted (not those IGNORE left out) or deleted, in the order
+/// written, as a result set.
+pub fn write_returning(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    params: &[SqlValue],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let placeholders = placeholder_locations(conn, statement);
+    let returning = write::plan_returning(conn, statement, &placeholders)?;
+    conn.returned = Some(Vec::new());
+    let answered = write(conn, statement, params);
+    let rows = conn.returned.take().unwrap_or_default();
+    answered?;
+    let values: Vec<Val> = params.iter().map(convert::from_sql).collect();
+    let environment = env(conn);
+    let mut ctx = Ctx::new(&values, &environment);
+    let out = rows
+        .iter()
+        .map(|row| returning.row(row, &mut ctx))
+        .collect::<SqlResult<Vec<_>>>();
+    keep_warnings(conn, &mut ctx);
+    let out = out?;
+    let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("writing the result: {e}"));
+    sink.columns(&returning.metas).map_err(io)?;
+    for row in &out {
+        sink.row(row).map_err(io)?;
+    }
+    // The write's warnings and the list's, counted in the result's end.
+    let info = crate::backend::OkInfo {
+        more_results: more,
+        warnings: conn.session.warning_count(),
+        ..crate::backend::OkInfo::default()
+    };
+    sink.end_rows(&info).map_err(io)?;
+    Ok(Answered::Done)
+}
+
+/// The columns a write's `RETURNING` answers with (for a prepared
+/// statement's description).
+pub fn describe_returning(
+    conn: &Conn<'_>,
+    statement: &Statement,
+    placeholders: &[Location],
+) -> SqlResult<Vec<crate::value::ColumnMeta>> {
+    write::plan_returning(conn, statement, placeholders).map(|r| r.metas)
+}
+
 /// What every statement that writes rows (INSERT, UPDATE, DELETE, LOAD
 /// DATA) does first: 1792 in a READ ONLY transaction; the transaction
 /// marked as written (its later reads lock, to see the rows) and its

@@ -26,20 +26,25 @@ pub fn run(
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
-    // MariaDB's RETURNING would answer with rows: refused rather than
-    // run and answered with an OK alone.
-    let returning = match statement {
-        Statement::Insert(ins) if ins.returning.is_some() => Some(if ins.replace_into {
-            "REPLACE"
-        } else {
-            "INSERT"
-        }),
-        Statement::Update(up) if up.returning.is_some() => Some("UPDATE"),
-        Statement::Delete(del) if del.returning.is_some() => Some("DELETE"),
+    // RETURNING answers with rows: only where the rows written are
+    // collected for it (`exec::write_returning`), never run and answered
+    // with an OK alone.
+    let collecting = conn.returned.is_some();
+    let refused = match statement {
+        Statement::Insert(ins) if ins.returning.is_some() && ins.on.is_some() => {
+            Some("INSERT … ON DUPLICATE KEY UPDATE … RETURNING")
+        }
+        Statement::Insert(ins) if ins.returning.is_some() && !collecting => {
+            Some("INSERT … RETURNING here")
+        }
+        Statement::Update(up) if up.returning.is_some() => Some("UPDATE … RETURNING"),
+        Statement::Delete(del) if del.returning.is_some() && !collecting => {
+            Some("DELETE … RETURNING here")
+        }
         _ => None,
     };
-    if let Some(verb) = returning {
-        return Err(SqlError::unsupported(format_args!("{verb} … RETURNING")));
+    if let Some(what) = refused {
+        return Err(SqlError::unsupported(what));
     }
     // `LAST_INSERT_ID(expr)` of this statement, not an earlier one's.
     conn.session.last_insert_id.take_called();
@@ -708,7 +713,9 @@ pub(crate) fn write_rows(
     // A plain INSERT either commits with its last batch (autocommit: one
     // round trip for a single-row insert), or defers its writes
     // (`transaction_allow_batching`), or sends them now.
-    let how = if replace || ignore || !odku.is_empty() || send_now {
+    // RETURNING's rows are those the data nodes took: never deferred.
+    let returning_in_tx = conn.returned.is_some() && txn::in_transaction(conn);
+    let how = if replace || ignore || !odku.is_empty() || send_now || returning_in_tx {
         Send::Now
     } else if !txn::in_transaction(conn) {
         Send::WithCommit
@@ -799,6 +806,16 @@ pub(crate) fn write_rows(
     } else {
         txn::finish(conn, tx, result)?
     };
+    // RETURNING's rows: those inserted, as stored.
+    if let Some(returned) = conn.returned.as_mut() {
+        returned.extend(
+            native_rows
+                .iter()
+                .zip(&done)
+                .filter(|(_, d)| **d == RowDone::Inserted)
+                .map(|((_, sql), _)| sql.clone()),
+        );
+    }
     let first_auto = autos
         .iter()
         .zip(&done)
@@ -3778,10 +3795,146 @@ fn delete(
         let _ = tx.execute(ExecMode::Rollback);
     }
     let affected = finish_write(conn, tx, result, ctx)?;
+    // RETURNING's rows: those deleted, in the ORDER BY's order, else in
+    // the primary key's (MariaDB's deletes walk InnoDB's clustered index;
+    // the data nodes' scans give each partition's rows apart).
+    if conn.returned.is_some() {
+        let mut rows = rows;
+        if del.order_by.is_empty() {
+            in_key_order(&table, &mut rows);
+        }
+        if let Some(returned) = conn.returned.as_mut() {
+            returned.extend(rows.into_iter().map(|(row, _)| row));
+        }
+    }
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,
         ..OkInfo::default()
     }))
+}
+
+/// A write's `RETURNING` list, planned over its table's columns before
+/// the write runs (so that a bad item writes nothing).
+pub(super) struct Returning {
+    items: Vec<Expr>,
+    pub metas: Vec<crate::value::ColumnMeta>,
+}
+
+impl Returning {
+    /// The list's values of one row written (its table's SQL values).
+    pub fn row(&self, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<Vec<crate::value::SqlValue>> {
+        self.items
+            .iter()
+            .zip(&self.metas)
+            .map(|(e, meta)| Ok(super::convert::to_sql(&e.eval(row, ctx)?, meta)))
+            .collect()
+    }
+}
+
+/// Plans the `RETURNING` list of an INSERT, REPLACE or single-table
+/// DELETE: `*`, `t.*`, expressions of the table's columns (aggregates are
+/// 1111; subqueries are refused, as MariaDB's reading the table written
+/// is 1093).
+pub(super) fn plan_returning(
+    conn: &Conn<'_>,
+    statement: &Statement,
+    placeholders: &[Location],
+) -> SqlResult<Returning> {
+    let (table, alias, list) = match statement {
+        Statement::Insert(ins) => {
+            let ast::TableObject::TableName(name) = &ins.table else {
+                return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
+            };
+            let table = table_of(conn, name)?;
+            let alias = table.name.clone();
+            (table, alias, ins.returning.as_deref())
+        }
+        Statement::Delete(del) => {
+            let Some(target) = delete_target(del) else {
+                return Err(SqlError::unsupported(
+                    "a DELETE of several tables … RETURNING",
+                ));
+            };
+            let table = table_of(conn, single_table(target)?)?;
+            let alias = target_alias(target, &table).to_owned();
+            (table, alias, del.returning.as_deref())
+        }
+        other => return Err(SqlError::unsupported(format_args!("`{other}` … RETURNING"))),
+    };
+    let sql_text = super::statement_text(conn);
+    let list = list.unwrap_or_default();
+    let written = returning_texts(&sql_text, list.len());
+    let database = conn.session.database.clone().unwrap_or_default();
+    with_scope(conn, table_scope(&table, &alias), placeholders, |scope| {
+        scope.clause = "RETURNING";
+        let mut items = Vec::new();
+        let mut metas = Vec::new();
+        for (at, item) in list.iter().enumerate() {
+            let (e, name) = match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    if let ast::SelectItem::QualifiedWildcard(
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                        _,
+                    ) = item
+                    {
+                        let named = last_ident(name);
+                        if !named.eq_ignore_ascii_case(&alias) {
+                            return Err(SqlError::new(
+                                codes::BAD_TABLE,
+                                format!("Unknown table '{database}.{named}'"),
+                            ));
+                        }
+                    }
+                    for at in 0..scope.columns.len() {
+                        items.push(Expr::Col(at));
+                        metas.push(scope.columns[at].meta.clone());
+                    }
+                    continue;
+                }
+                // Named as a select item is: a column by its name, a
+                // string by its value, anything else by its text.
+                ast::SelectItem::UnnamedExpr(
+                    e @ (ast::Expr::Identifier(_)
+                    | ast::Expr::CompoundIdentifier(_)
+                    | ast::Expr::Value(_)),
+                ) => (e, crate::engine::expr::item_name(e, "")),
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let name = written
+                        .as_ref()
+                        .and_then(|w| w.get(at).cloned())
+                        .unwrap_or_else(|| crate::engine::expr::item_name(e, &sql_text));
+                    (e, name)
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+                other => return Err(SqlError::unsupported(format_args!("RETURNING {other}"))),
+            };
+            let lowered = scope.lower(e)?;
+            if lowered.has_sub() {
+                return Err(SqlError::unsupported("a subquery in RETURNING"));
+            }
+            metas.push(scope.meta(&lowered, &name));
+            items.push(lowered);
+        }
+        Ok(Returning { items, metas })
+    })
+}
+
+/// The texts of the `n` items of a statement's (last) `RETURNING` list,
+/// as written (what names them); None where they cannot be told apart.
+fn returning_texts(sql: &str, n: usize) -> Option<Vec<String>> {
+    use sqlparser::keywords::Keyword as K;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = sqlparser::dialect::MySqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let keyword = tokens
+        .iter()
+        .rev()
+        .find(|t| matches!(&t.token, Token::Word(w) if w.keyword == K::RETURNING))?;
+    let rest = crate::engine::expr::text_from(sql, keyword.span.end)?;
+    let texts = crate::engine::expr::select_item_texts(&format!("SELECT {rest}"))?;
+    (texts.len() == n).then_some(texts)
 }
 
 /// A sink that keeps the rows (INSERT … SELECT).
