@@ -31,9 +31,6 @@ pub fn run(
     // with an OK alone.
     let collecting = conn.returned.is_some();
     let refused = match statement {
-        Statement::Insert(ins) if ins.returning.is_some() && ins.on.is_some() => {
-            Some("INSERT … ON DUPLICATE KEY UPDATE … RETURNING")
-        }
         Statement::Insert(ins) if ins.returning.is_some() && !collecting => {
             Some("INSERT … RETURNING here")
         }
@@ -806,8 +803,9 @@ pub(crate) fn write_rows(
     } else {
         txn::finish(conn, tx, result)?
     };
-    // RETURNING's rows: those inserted, as stored.
-    if let Some(returned) = conn.returned.as_mut() {
+    // RETURNING's rows: those inserted, as stored (ON DUPLICATE KEY
+    // UPDATE's went in turn, with the rows it updated).
+    if let (Some(returned), true) = (conn.returned.as_mut(), odku.is_empty()) {
         returned.extend(
             native_rows
                 .iter()
@@ -1648,6 +1646,10 @@ fn upsert_rows(
                 }
                 affected += 1;
                 done[n] = RowDone::Inserted;
+                // RETURNING: each row in turn, inserted or updated.
+                if let Some(returned) = conn.returned.as_mut() {
+                    returned.push(sql_row.clone());
+                }
                 if let Some(undo) = undo.as_deref_mut() {
                     undo.push(Undo::Delete(primary_key_of(def, row)));
                 }
@@ -1781,6 +1783,11 @@ fn upsert_update(
         });
     }
     keep_warnings(conn, &mut ctx);
+    // RETURNING: the row found, as the update left it (changed or not,
+    // as MariaDB's).
+    if let Some(returned) = conn.returned.as_mut() {
+        returned.push(sql_row_after(table, &old, &changes, ctx.env.tz_secs));
+    }
     if !changed {
         return Ok(None);
     }
