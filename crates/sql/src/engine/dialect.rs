@@ -110,6 +110,21 @@ impl Dialect for SkarvDialect {
                     Err(e) => Some(Err(e)),
                 }
             }
+            // MySQL forms the parser lacks, each tried and, where the text
+            // is no such form, left to the parser.
+            Token::Word(ref w) if w.quote_style.is_none() => {
+                let form: fn(&mut Parser) -> Result<Expr, ParserError> = match w.keyword {
+                    Keyword::CAST => cast_with_charset,
+                    Keyword::TRIM => trim_spaces_from,
+                    Keyword::EXTRACT => extract_compound,
+                    _ => return None,
+                };
+                match parser.maybe_parse(form) {
+                    Ok(Some(expr)) => Some(Ok(expr)),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            }
             _ => None,
         }
     }
@@ -150,6 +165,13 @@ impl Dialect for SkarvDialect {
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         if parser.peek_keyword(Keyword::UPDATE) && update_lists_tables(parser) {
             return Some(parse_update_of_tables(parser));
+        }
+        if parser.peek_keyword(Keyword::SET) {
+            match parser.maybe_parse(set_character_set) {
+                Ok(Some(statement)) => return Some(Ok(statement)),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
         }
         if parser.peek_keyword(Keyword::DELETE) {
             if let Some(error) = multi_delete_order_or_limit(parser) {
@@ -348,6 +370,145 @@ fn parse_delete_returning_last(parser: &mut Parser) -> Result<Statement, ParserE
         }
     }
     Ok(statement)
+}
+
+/// `CAST(x AS CHAR[(n)] CHARACTER SET cs)` (and `CHARSET cs`): MySQL's
+/// cast to text of a character set, which is `CONVERT(x, CHAR[(n)]
+/// CHARACTER SET cs)` (the parser takes the character set there only).
+fn cast_with_charset(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.expect_keyword(Keyword::CAST)?;
+    parser.expect_token(&Token::LParen)?;
+    let expr = parser.parse_expr()?;
+    parser.expect_keyword(Keyword::AS)?;
+    let data_type = parser.parse_data_type()?;
+    if !matches!(
+        data_type,
+        sqlparser::ast::DataType::Char(_) | sqlparser::ast::DataType::Character(_)
+    ) || !(parser.parse_keywords(&[Keyword::CHARACTER, Keyword::SET])
+        || parser.parse_keyword(Keyword::CHARSET))
+    {
+        return parser.expected("CHARACTER SET", parser.peek_token());
+    }
+    let charset = parser.parse_object_name(false)?;
+    parser.expect_token(&Token::RParen)?;
+    Ok(Expr::Convert {
+        is_try: false,
+        expr: Box::new(expr),
+        data_type: Some(data_type),
+        charset: Some(charset),
+        target_before_value: false,
+        styles: Vec::new(),
+    })
+}
+
+/// `TRIM(BOTH | LEADING | TRAILING FROM s)`: the spaces trimmed, which the
+/// parser takes only with what to trim (`TRIM(BOTH ' ' FROM s)`, what it
+/// becomes).
+fn trim_spaces_from(parser: &mut Parser) -> Result<Expr, ParserError> {
+    use sqlparser::ast::TrimWhereField as W;
+    parser.expect_keyword(Keyword::TRIM)?;
+    parser.expect_token(&Token::LParen)?;
+    let trim_where = match parser.expect_one_of_keywords(&[
+        Keyword::BOTH,
+        Keyword::LEADING,
+        Keyword::TRAILING,
+    ])? {
+        Keyword::BOTH => W::Both,
+        Keyword::LEADING => W::Leading,
+        _ => W::Trailing,
+    };
+    parser.expect_keyword(Keyword::FROM)?;
+    let expr = parser.parse_expr()?;
+    parser.expect_token(&Token::RParen)?;
+    Ok(Expr::Trim {
+        expr: Box::new(expr),
+        trim_where: Some(trim_where),
+        trim_what: Some(Box::new(Expr::Value(
+            sqlparser::ast::Value::SingleQuotedString(" ".to_owned()).into(),
+        ))),
+        trim_characters: None,
+    })
+}
+
+/// MySQL's compound units of EXTRACT, which the parser does not know.
+pub const EXTRACT_COMPOUND_UNITS: &[&str] = &[
+    "YEAR_MONTH",
+    "DAY_HOUR",
+    "DAY_MINUTE",
+    "DAY_SECOND",
+    "DAY_MICROSECOND",
+    "HOUR_MINUTE",
+    "HOUR_SECOND",
+    "HOUR_MICROSECOND",
+    "MINUTE_SECOND",
+    "MINUTE_MICROSECOND",
+    "SECOND_MICROSECOND",
+];
+
+/// `EXTRACT(YEAR_MONTH FROM d)` and the other compound units: the field
+/// kept by name (`expr::Scope` computes it). The statement's words come
+/// mended (`session::mend_words`): the unit as the standard's `YEAR TO
+/// MONTH` (`MICROSECOND TO SECOND` for SECOND_MICROSECOND).
+fn extract_compound(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.expect_keyword(Keyword::EXTRACT)?;
+    parser.expect_token(&Token::LParen)?;
+    let lead = parser.parse_identifier()?.value.to_ascii_uppercase();
+    let unit = if parser.parse_keyword(Keyword::TO) {
+        let last = parser.parse_identifier()?.value.to_ascii_uppercase();
+        if lead == "MICROSECOND" && last == "SECOND" {
+            "SECOND_MICROSECOND".to_owned()
+        } else {
+            format!("{lead}_{last}")
+        }
+    } else {
+        lead
+    };
+    if !EXTRACT_COMPOUND_UNITS.contains(&unit.as_str()) {
+        return parser.expected("a compound unit", parser.peek_token());
+    }
+    parser.expect_keyword(Keyword::FROM)?;
+    let expr = parser.parse_expr()?;
+    parser.expect_token(&Token::RParen)?;
+    Ok(Expr::Extract {
+        field: sqlparser::ast::DateTimeField::Custom(sqlparser::ast::Ident::new(unit)),
+        syntax: sqlparser::ast::ExtractSyntax::From,
+        expr: Box::new(expr),
+    })
+}
+
+/// `SET CHARACTER SET cs` (`SET CHARSET cs`, `… DEFAULT`): the client's
+/// and the results' character set, the connection's the database's
+/// (utf8mb4: every database's here), as MySQL sets them.
+fn set_character_set(parser: &mut Parser) -> Result<Statement, ParserError> {
+    use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, Set, SetAssignment, Value};
+    parser.expect_keyword(Keyword::SET)?;
+    if !(parser.parse_keywords(&[Keyword::CHARACTER, Keyword::SET])
+        || parser.parse_keyword(Keyword::CHARSET))
+    {
+        return parser.expected("CHARACTER SET", parser.peek_token());
+    }
+    let charset = if parser.parse_keyword(Keyword::DEFAULT) {
+        "utf8mb4".to_owned()
+    } else {
+        let token = parser.next_token();
+        match token.token {
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => s,
+            Token::Word(w) => w.value,
+            _ => return parser.expected("a character set", token),
+        }
+    };
+    let assign = |name: &str, value: &str| SetAssignment {
+        scope: None,
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        value: Expr::Value(Value::SingleQuotedString(value.to_owned()).into()),
+    };
+    Ok(Statement::Set(Set::MultipleAssignments {
+        assignments: vec![
+            assign("character_set_client", &charset),
+            assign("character_set_results", &charset),
+            assign("character_set_connection", "utf8mb4"),
+        ],
+    }))
 }
 
 #[cfg(test)]

@@ -2447,7 +2447,72 @@ impl Func {
                 Some((d, _)) => Val::Date(d),
                 None => Val::Null,
             },
-            F::Year | F::Month | F::Day | F::Hour | F::Minute | F::Second => {
+            // A time's parts, as MySQL reads its argument: as a TIME (a
+            // string `'10:11:12'`, `'1 10:11:12'`, `'101112'`, a number
+            // 101112) or a datetime's time of day; the hours past 23 too
+            // (`HOUR('100:00:00')` is 100); what is neither is NULL with
+            // 1292.
+            // A number past TIME's range (838:59:59) is a datetime's
+            // (`HOUR(240229123456)` is 12), as MySQL's `number_to_time`.
+            F::Hour | F::Minute | F::Second
+                if matches!(
+                    &v[0],
+                    Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_)
+                ) && ctx.num_f64(&v[0]).abs() > 8_385_959.0 =>
+            {
+                // Its own warnings are a time's, not a datetime's.
+                let before = ctx.warnings.len();
+                let read = fuzzy_datetime(&v[0], ctx);
+                ctx.warnings.truncate(before);
+                match read {
+                    Some((_, t)) => Val::Int(i64::from(match self {
+                        F::Hour => t.hour,
+                        F::Minute => t.minute,
+                        _ => t.second,
+                    })),
+                    None => {
+                        ctx.warn(
+                            codes_truncated(),
+                            format!("Incorrect time value: '{}'", v[0].to_text()),
+                        );
+                        Val::Null
+                    }
+                }
+            }
+            F::Hour | F::Minute | F::Second => match time_or_time_of_day(&v[0]) {
+                Some(m) => {
+                    let seconds = (m.unsigned_abs() / 1_000_000) as i64;
+                    Val::Int(match self {
+                        F::Hour => seconds / 3600,
+                        F::Minute => seconds / 60 % 60,
+                        _ => seconds % 60,
+                    })
+                }
+                None => match time_prefix(&v[0]) {
+                    // The digits before the rest, as MySQL's `str_to_time`
+                    // stops there: `HOUR('10-11-12')` reads 10 seconds.
+                    Some(m) => {
+                        ctx.warn(
+                            codes_truncated(),
+                            format!("Truncated incorrect time value: '{}'", v[0].to_text()),
+                        );
+                        let seconds = (m.unsigned_abs() / 1_000_000) as i64;
+                        Val::Int(match self {
+                            F::Hour => seconds / 3600,
+                            F::Minute => seconds / 60 % 60,
+                            _ => seconds % 60,
+                        })
+                    }
+                    None => {
+                        ctx.warn(
+                            codes_truncated(),
+                            format!("Incorrect time value: '{}'", v[0].to_text()),
+                        );
+                        Val::Null
+                    }
+                },
+            },
+            F::Year | F::Month | F::Day => {
                 let (d, t) = match &v[0] {
                     Val::Time(m) => {
                         let abs = m.unsigned_abs() / 1_000_000;
@@ -2464,13 +2529,11 @@ impl Func {
                         None => return Ok(Val::Null),
                     },
                 };
+                let _ = t;
                 Val::Int(i64::from(match self {
                     F::Year => d.year,
                     F::Month => u16::from(d.month),
-                    F::Day => u16::from(d.day),
-                    F::Hour => u16::from(t.hour),
-                    F::Minute => u16::from(t.minute),
-                    _ => u16::from(t.second),
+                    _ => u16::from(d.day),
                 }))
             }
             F::DateAdd | F::DateSub => {
@@ -3348,6 +3411,22 @@ fn time_or_time_of_day(v: &Val) -> Option<i64> {
         }
         other => time_micros(other),
     }
+}
+
+/// The TIME a string's leading digits (and a fraction after them) read
+/// as, where the whole string is none (`'10-11-12'`: 00:00:10).
+fn time_prefix(v: &Val) -> Option<i64> {
+    let Val::Str(b) = v else {
+        return None;
+    };
+    let text = String::from_utf8_lossy(b);
+    let text = text.trim_start();
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    // `'10:61:00'` is a time out of range, not digits then text.
+    if digits == 0 || text[digits..].starts_with(':') {
+        return None;
+    }
+    super::value::parse_time(&text[..digits])
 }
 
 /// `1234567.89` as `1,234,567.89` (FORMAT's en_US grouping).

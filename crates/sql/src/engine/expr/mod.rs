@@ -1535,6 +1535,60 @@ impl<'a> Scope<'a> {
                     ast::DateTimeField::Hour => Func::Hour,
                     ast::DateTimeField::Minute => Func::Minute,
                     ast::DateTimeField::Second => Func::Second,
+                    ast::DateTimeField::Microsecond => Func::Microsecond,
+                    ast::DateTimeField::Quarter => Func::Quarter,
+                    ast::DateTimeField::Week(None) => Func::Week,
+                    // A compound unit (`dialect::extract_compound`): its
+                    // fields side by side, `YEAR_MONTH` of 2020-01-02 is
+                    // 202001, `DAY_MINUTE` of 10:11 on the 2nd 21011.
+                    ast::DateTimeField::Custom(unit) => {
+                        let parts: &[&str] = match unit.value.as_str() {
+                            "YEAR_MONTH" => &["YEAR", "MONTH"],
+                            "DAY_HOUR" => &["DAY", "HOUR"],
+                            "DAY_MINUTE" => &["DAY", "HOUR", "MINUTE"],
+                            "DAY_SECOND" => &["DAY", "HOUR", "MINUTE", "SECOND"],
+                            "DAY_MICROSECOND" => {
+                                &["DAY", "HOUR", "MINUTE", "SECOND", "MICROSECOND"]
+                            }
+                            "HOUR_MINUTE" => &["HOUR", "MINUTE"],
+                            "HOUR_SECOND" => &["HOUR", "MINUTE", "SECOND"],
+                            "HOUR_MICROSECOND" => &["HOUR", "MINUTE", "SECOND", "MICROSECOND"],
+                            "MINUTE_SECOND" => &["MINUTE", "SECOND"],
+                            "MINUTE_MICROSECOND" => &["MINUTE", "SECOND", "MICROSECOND"],
+                            "SECOND_MICROSECOND" => &["SECOND", "MICROSECOND"],
+                            other => {
+                                return Err(SqlError::unsupported(format_args!("EXTRACT({other})")))
+                            }
+                        };
+                        let number = |n: &str| {
+                            ast::Expr::Value(ast::Value::Number(n.to_owned(), false).into())
+                        };
+                        let mut whole: Option<ast::Expr> = None;
+                        for part in parts {
+                            let field = ast_call(part, [&**expr]);
+                            let shift = if *part == "MICROSECOND" {
+                                "1000000"
+                            } else {
+                                "100"
+                            };
+                            whole = Some(match whole {
+                                None => field,
+                                Some(before) => ast::Expr::BinaryOp {
+                                    left: Box::new(ast::Expr::BinaryOp {
+                                        left: Box::new(ast::Expr::Nested(Box::new(before))),
+                                        op: ast::BinaryOperator::Multiply,
+                                        right: Box::new(number(shift)),
+                                    }),
+                                    op: ast::BinaryOperator::Plus,
+                                    right: Box::new(field),
+                                },
+                            });
+                        }
+                        return match whole {
+                            Some(e) => self.lower(&e),
+                            None => Err(SqlError::unsupported("EXTRACT of no unit")),
+                        };
+                    }
                     other => return Err(SqlError::unsupported(format_args!("EXTRACT({other})"))),
                 };
                 Expr::Func(func, vec![self.lower(expr)?])
