@@ -117,6 +117,8 @@ impl Dialect for SkarvDialect {
                     Keyword::CAST => cast_with_charset,
                     Keyword::TRIM => trim_spaces_from,
                     Keyword::EXTRACT => extract_compound,
+                    Keyword::INTERVAL => interval_function,
+                    Keyword::ROW => row_constructor,
                     _ => return None,
                 };
                 match parser.maybe_parse(form) {
@@ -509,6 +511,58 @@ fn set_character_set(parser: &mut Parser) -> Result<Statement, ParserError> {
             assign("character_set_connection", "utf8mb4"),
         ],
     }))
+}
+
+/// MySQL's `INTERVAL(n, n1, n2, …)`, a function (the parser takes the
+/// word for an interval: `INTERVAL (1) DAY` stays one, a unit after the
+/// parentheses telling it apart).
+fn interval_function(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.expect_keyword(Keyword::INTERVAL)?;
+    parser.expect_token(&Token::LParen)?;
+    let args = parser.parse_comma_separated(Parser::parse_expr)?;
+    parser.expect_token(&Token::RParen)?;
+    if args.len() < 2 {
+        return parser.expected("INTERVAL(n, n1, …)", parser.peek_token());
+    }
+    if let Token::Word(w) = &parser.peek_token_ref().token {
+        if w.keyword != Keyword::NoKeyword && w.quote_style.is_none() && is_interval_unit(&w.value)
+        {
+            return parser.expected("no unit after INTERVAL(…)", parser.peek_token());
+        }
+    }
+    let args = args.iter().collect::<Vec<_>>();
+    Ok(crate::engine::expr::ast_call("INTERVAL", args))
+}
+
+/// Whether `word` is a unit of an interval (`DAY`, `HOUR`, `YEAR_MONTH`…).
+fn is_interval_unit(word: &str) -> bool {
+    const UNITS: &[&str] = &[
+        "MICROSECOND",
+        "SECOND",
+        "MINUTE",
+        "HOUR",
+        "DAY",
+        "WEEK",
+        "MONTH",
+        "QUARTER",
+        "YEAR",
+    ];
+    UNITS.iter().any(|u| u.eq_ignore_ascii_case(word))
+        || EXTRACT_COMPOUND_UNITS
+            .iter()
+            .any(|u| u.eq_ignore_ascii_case(word))
+}
+
+/// `ROW(a, b)`: the row `(a, b)`.
+fn row_constructor(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.expect_keyword(Keyword::ROW)?;
+    parser.expect_token(&Token::LParen)?;
+    let items = parser.parse_comma_separated(Parser::parse_expr)?;
+    parser.expect_token(&Token::RParen)?;
+    if items.len() < 2 {
+        return parser.expected("a row of two values or more", parser.peek_token());
+    }
+    Ok(Expr::Tuple(items))
 }
 
 #[cfg(test)]

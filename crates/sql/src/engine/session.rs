@@ -1583,6 +1583,17 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
             at += 5;
             continue;
         }
+        // A bit-value literal `0b0101` (MySQL's, lower-case b only): the
+        // tokenizer makes it a word, a name; it is `b'0101'`.
+        if let Some(bits) = word
+            .value
+            .strip_prefix("0b")
+            .filter(|bits| !bits.is_empty() && bits.bytes().all(|b| b == b'0' || b == b'1'))
+        {
+            tokens[at].token = Token::SingleQuotedByteStringLiteral(bits.to_owned());
+            at += 1;
+            continue;
+        }
         if word.value.eq_ignore_ascii_case("MOD") && is_infix_mod(tokens, at) {
             tokens[at].token = Token::Mod;
             at += 1;

@@ -280,6 +280,9 @@ pub enum Func {
     Crc32c,
     /// MariaDB's LAST_VALUE(a, …, z): each evaluated, z given.
     LastValue,
+    /// INTERVAL(n, n1, n2, …): how many of the sorted n1, n2, … are at
+    /// most n (-1 for a NULL n).
+    IntervalIndex,
     RegexpInstr,
     RegexpSubstr,
     ExportSet,
@@ -399,6 +402,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "AES_DECRYPT" => (F::AesDecrypt, 2, 2),
         "RANDOM_BYTES" => (F::RandomBytes, 1, 1),
         "LAST_VALUE" => (F::LastValue, 1, usize::MAX),
+        "INTERVAL" => (F::IntervalIndex, 2, usize::MAX),
         "UUID" => (F::Uuid, 0, 0),
         "RAND" if args.len() == 1 => {
             // Each RAND(seed) of a statement has its own sequence, kept in
@@ -651,6 +655,7 @@ impl Func {
             | F::AesDecrypt
             | F::RandomBytes => Kind::Str { collation: None },
             F::LastValue => arg(args.len().saturating_sub(1)),
+            F::IntervalIndex => Kind::Int { unsigned: false },
             F::RegexpReplace | F::Format | F::Conv => text_kind(),
             F::SecToTime | F::TimeDiff => Kind::Time { fsp: 0 },
             F::MakeDate => Kind::Date,
@@ -919,7 +924,7 @@ impl Func {
             | F::RowCount
             | F::ConnectionId
             | F::Version => false,
-            F::Rand | F::IsNull | F::Field => false,
+            F::Rand | F::IsNull | F::Field | F::IntervalIndex => false,
             F::RandSeeded | F::Pi | F::UuidShort | F::IsIpv4 | F::IsIpv6 => false,
             // MariaDB's string functions that say so of any argument
             // (their result may pass max_allowed_packet), and USER(),
@@ -1557,6 +1562,32 @@ impl Func {
             }
             // Every argument was evaluated (an assignment in one holds).
             F::LastValue => v.last().cloned().unwrap_or(Val::Null),
+            // MySQL's binary search of the bounds (which it takes as
+            // sorted: of unsorted ones its answer, whatever it is).
+            F::IntervalIndex => match v.split_first() {
+                Some((Val::Null, _)) | None => Val::Int(-1),
+                Some((n, bounds)) => {
+                    let n = ctx.num_f64(n);
+                    let bound = |i: usize, ctx: &mut Ctx<'_>| match &bounds[i] {
+                        Val::Null => f64::NEG_INFINITY,
+                        b => ctx.num_f64(b),
+                    };
+                    let (mut start, mut end) = (0usize, bounds.len() - 1);
+                    while start != end {
+                        let mid = (start + end).div_ceil(2);
+                        if n >= bound(mid, ctx) {
+                            start = mid;
+                        } else {
+                            end = mid - 1;
+                        }
+                    }
+                    Val::Int(if n < bound(start, ctx) {
+                        0
+                    } else {
+                        start as i64 + 1
+                    })
+                }
+            },
             _ if null_in && !matches!(self, F::Greatest(_) | F::Least(_)) => Val::Null,
             F::Md5 => {
                 use md5::Digest;
