@@ -2238,6 +2238,14 @@ impl Func {
                         best = x.clone();
                     }
                 }
+                // A DOUBLE among them makes the call DOUBLE: the winner is
+                // that double (`CAST(GREATEST(1e0, d) AS UNSIGNED)` of a
+                // long decimal d reads the rounded double, as MariaDB's).
+                if matches!(best, Val::Int(_) | Val::UInt(_) | Val::Dec(_))
+                    && v.iter().any(|x| matches!(x, Val::Double(_)))
+                {
+                    best = Val::Double(ctx.num_f64(&best));
+                }
                 best
             }
             F::Length => Val::Int(match &v[0] {
