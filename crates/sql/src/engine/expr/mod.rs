@@ -1961,14 +1961,22 @@ impl<'a> Scope<'a> {
             // A subquery that reads a table is no constant to MariaDB
             // here, though its value is known by now: compared as it is.
             if !reads_table(right) {
+                let stored = self.timestamp_store_warning(op, &l, &r);
                 r = self.year_constant(&l, r);
                 r = self.listed_text_number(&l, r);
                 r = self.text_as_decimal(&l, r);
+                if let Some(message) = stored {
+                    r = warn_once_eager(r, crate::error::codes::TRUNCATED_WRONG_VALUE, message);
+                }
             }
             if !reads_table(left) {
+                let stored = self.timestamp_store_warning(op, &r, &l);
                 l = self.year_constant(&r, l);
                 l = self.listed_text_number(&r, l);
                 l = self.text_as_decimal(&r, l);
+                if let Some(message) = stored {
+                    l = warn_once_eager(l, crate::error::codes::TRUNCATED_WRONG_VALUE, message);
+                }
             }
             r = self.null_after_text(&l, r);
             l = self.text_read_first(l, &r);
@@ -2858,6 +2866,39 @@ impl<'a> Scope<'a> {
         match crate::engine::exec::convert::year_of(i128::from(two_digits), true) {
             Some(year) => Expr::Lit(Val::Int(year as i64)),
             None => other,
+        }
+    }
+
+    /// MariaDB's 1292 "Incorrect datetime value" of a string literal a
+    /// condition's `=` compares with a TIMESTAMP column, when the text is
+    /// no date a TIMESTAMP can hold (`'2024-02-30'`, `'x'`): its optimizer
+    /// stores the constant in the column's type as it builds its
+    /// equalities, before any row (an empty table warns too), and keeps
+    /// comparing the text as before. Not of `<`, IN or a select list's `=`.
+    fn timestamp_store_warning(
+        &self,
+        op: &ast::BinaryOperator,
+        column: &Expr,
+        other: &Expr,
+    ) -> Option<String> {
+        if *op != ast::BinaryOperator::Eq || !matches!(self.clause, "WHERE" | "ON") {
+            return None;
+        }
+        let (Expr::Col(c), Expr::Lit(Val::Str(text))) = (column, other) else {
+            return None;
+        };
+        if self.columns.get(*c)?.meta.ty != ColumnType::Timestamp {
+            return None;
+        }
+        let text = String::from_utf8_lossy(text);
+        let zero = text
+            .trim()
+            .bytes()
+            .all(|b| matches!(b, b'0' | b'-' | b':' | b' ' | b'.'));
+        match value::parse_datetime(&text) {
+            Some(_) => None,
+            None if zero => None,
+            None => Some(format!("Incorrect datetime value: '{text}'")),
         }
     }
 
