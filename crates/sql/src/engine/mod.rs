@@ -300,12 +300,88 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     if dual {
         statements.iter_mut().for_each(dual_as_no_table);
     }
+    for statement in &mut statements {
+        values_as_selects(statement, sql);
+    }
     if let Some(order) = &group_order {
         for s in &mut statements {
             group_order::apply(order, s)?;
         }
     }
     Ok(statements)
+}
+
+/// MariaDB's table value constructor in a query, `VALUES (1, 'a'), (2,
+/// 'b')` (alone, in a UNION, or as a derived table: `FROM (VALUES …) AS
+/// v`), as the `SELECT 1, 'a' UNION ALL SELECT 2, 'b'` it equals: the
+/// columns named by the first row, typed by all of them. An INSERT's
+/// VALUES is left as it is.
+/// Only a query whose text has the word is walked (`sql`: the text).
+pub(crate) fn values_as_selects(statement: &mut Statement, sql: &str) {
+    use sqlparser::ast::{Query, SetExpr, SetOperator, SetQuantifier, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+    if !matches!(statement, Statement::Query(_))
+        || !sql
+            .as_bytes()
+            .windows(6)
+            .any(|w| w.eq_ignore_ascii_case(b"values"))
+    {
+        return;
+    }
+    /// `SELECT 1`, whose projection each row replaces (no place in the
+    /// text: the items are named by their own).
+    fn select_of(row: Vec<sqlparser::ast::Expr>) -> Option<SetExpr> {
+        let parsed = Parser::parse_sql(&MySqlDialect {}, "SELECT 1").ok()?;
+        let Some(Statement::Query(q)) = parsed.into_iter().next() else {
+            return None;
+        };
+        let SetExpr::Select(mut select) = *q.body else {
+            return None;
+        };
+        select.select_token.0.span = sqlparser::tokenizer::Span::empty();
+        select.projection = row
+            .into_iter()
+            .map(sqlparser::ast::SelectItem::UnnamedExpr)
+            .collect();
+        Some(SetExpr::Select(select))
+    }
+    fn rewrite(body: &mut SetExpr) {
+        match body {
+            SetExpr::Values(values) if !values.rows.is_empty() => {
+                let mut rows = std::mem::take(&mut values.rows).into_iter();
+                let Some(first) = rows.next().and_then(|r| select_of(r.content)) else {
+                    return;
+                };
+                let mut union = first;
+                for row in rows {
+                    let Some(next) = select_of(row.content) else {
+                        return;
+                    };
+                    union = SetExpr::SetOperation {
+                        op: SetOperator::Union,
+                        set_quantifier: SetQuantifier::All,
+                        left: Box::new(union),
+                        right: Box::new(next),
+                    };
+                }
+                *body = union;
+            }
+            SetExpr::SetOperation { left, right, .. } => {
+                rewrite(left);
+                rewrite(right);
+            }
+            _ => {}
+        }
+    }
+    struct Rows;
+    impl VisitorMut for Rows {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            rewrite(&mut q.body);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Rows);
 }
 
 /// Whether the text has the word DUAL unquoted (then [`check_dual`] and

@@ -1240,6 +1240,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     if dual {
         super::dual_as_no_table(&mut statement);
     }
+    super::values_as_selects(&mut statement, sql);
     if let Some(order) = &group_order {
         super::group_order::apply(order, &mut statement)?;
     }
