@@ -706,7 +706,7 @@ impl<'s> Conn<'s> {
 
     /// The statement dispatch: every statement kind goes to the module
     /// that owns it.
-    fn dispatch(
+    pub(crate) fn dispatch(
         &mut self,
         statement: &Stmt,
         params: &[SqlValue],

@@ -514,6 +514,14 @@ pub enum Extra {
         /// The whole statement.
         sql: String,
     },
+    /// MariaDB's `SET STATEMENT var = value [, …] FOR statement`: the
+    /// variables set for that one statement, then set back.
+    SetStatement {
+        /// The `SET var = value, …` it makes.
+        set: Box<Stmt>,
+        /// The statement run with them.
+        inner: Box<Stmt>,
+    },
     /// `LOAD DATA [LOCAL] INFILE`, which the parser does not take.
     LoadData(Box<super::exec::load::LoadData>),
     /// `START TRANSACTION [READ ONLY | READ WRITE ,] WITH CONSISTENT
@@ -1051,6 +1059,93 @@ fn show_warnings_statement(spanned: &[TokenWithSpan], sql: &str) -> SqlResult<St
     }))
 }
 
+/// `SET STATEMENT a = 1, b = 2 FOR statement`: the SET and the statement,
+/// split at the first FOR outside parentheses (1064 without one).
+fn set_statement(spanned: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
+    let is = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let statement_at = spanned
+        .iter()
+        .position(|t| is(&t.token, "STATEMENT"))
+        .unwrap_or(0);
+    let mut depth = 0i32;
+    let mut for_at = None;
+    for (at, t) in spanned.iter().enumerate().skip(statement_at + 1) {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            token if depth == 0 && is(token, "FOR") => {
+                for_at = Some(at);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(for_at) = for_at else {
+        return Err(syntax_error(sql, "SET STATEMENT … without FOR statement"));
+    };
+    let text = |tokens: &[TokenWithSpan]| {
+        tokens
+            .iter()
+            .map(|t| t.token.to_string())
+            .collect::<String>()
+    };
+    let set_text = format!("SET {}", text(&spanned[statement_at + 1..for_at]));
+    let inner_text = text(&spanned[for_at + 1..]);
+    let one = |sql: &str| -> SqlResult<Stmt> {
+        let mut parsed = parse_text(sql, false)?;
+        match parsed.len() {
+            1 => parsed.remove(0),
+            _ => Err(syntax_error(sql, "one statement after SET STATEMENT … FOR")),
+        }
+    };
+    let set = one(&set_text)?;
+    if !matches!(&set, Stmt::Sql(s) if matches!(**s, Statement::Set(_))) {
+        return Err(syntax_error(sql, "SET STATEMENT's assignments"));
+    }
+    let inner = one(inner_text.trim())?;
+    if matches!(&inner, Stmt::Extra(Extra::SetStatement { .. })) {
+        return Err(syntax_error(sql, "SET STATEMENT inside SET STATEMENT"));
+    }
+    Ok(Stmt::Extra(Extra::SetStatement {
+        set: Box::new(set),
+        inner: Box::new(inner),
+    }))
+}
+
+/// Runs SET STATEMENT's assignments (SESSION scope only: GLOBAL is 1105).
+fn set_statement_vars(conn: &mut Conn<'_>, assign: &Statement) -> SqlResult<Answered> {
+    if assign.to_string().to_ascii_uppercase().contains("GLOBAL") {
+        return Err(SqlError::unsupported("SET STATEMENT of a GLOBAL variable"));
+    }
+    set(conn, assign)
+}
+
+/// The session variables a SET statement assigns (not user variables).
+fn assigned_names(set: &Stmt) -> Vec<String> {
+    let Stmt::Sql(s) = set else {
+        return Vec::new();
+    };
+    let strip = |name: String| {
+        let lower = name.to_ascii_lowercase();
+        lower
+            .trim_start_matches("@@")
+            .trim_start_matches("session.")
+            .trim_start_matches("local.")
+            .to_owned()
+    };
+    match &**s {
+        Statement::Set(Set::SingleAssignment { variable, .. }) => vec![strip(variable.to_string())],
+        Statement::Set(Set::MultipleAssignments { assignments }) => assignments
+            .iter()
+            .map(|a| strip(a.name.to_string()))
+            .collect(),
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .filter(|n| !n.starts_with('@'))
+    .collect()
+}
+
 fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     mend_words(&mut spanned);
     let group_order = super::group_order::strip(&mut spanned);
@@ -1120,6 +1215,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         }
     }
     match (word(0), word(1), word(2)) {
+        ("SET", "STATEMENT", _) => return set_statement(&spanned, sql),
         ("SHOW", "WARNINGS" | "ERRORS" | "COUNT", _) => {
             return show_warnings_statement(&spanned, sql)
         }
@@ -1794,6 +1890,31 @@ pub fn extra(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     match extra {
+        Extra::SetStatement { set, inner } => {
+            let names = assigned_names(set);
+            // Each variable's value now, to set back whatever happens.
+            let saved: Vec<(String, String)> = names
+                .iter()
+                .filter_map(|n| {
+                    let now = conn
+                        .session
+                        .vars
+                        .get(n)
+                        .map(str::to_owned)
+                        .or_else(|| sys_var(n).map(|v| v.default.to_owned()))?;
+                    Some((n.clone(), now))
+                })
+                .collect();
+            let Stmt::Sql(assign) = &**set else {
+                return Err(SqlError::unsupported("SET STATEMENT of these variables"));
+            };
+            let result = set_statement_vars(conn, assign)
+                .and_then(|_| conn.dispatch(inner, &[], more, sink));
+            for (name, value) in saved {
+                conn.session.vars.set(&name, value);
+            }
+            result
+        }
         Extra::ShowWarnings {
             errors,
             count,

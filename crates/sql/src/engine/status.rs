@@ -552,6 +552,8 @@ fn com_of(statement: &Stmt) -> Option<usize> {
         Stmt::Extra(Extra::SelectOutfile(_)) => c!("select"),
         Stmt::Extra(Extra::Begin { .. }) => c!("begin"),
         Stmt::Extra(Extra::Do(_)) => c!("do"),
+        // Counted as the statement it runs.
+        Stmt::Extra(Extra::SetStatement { inner, .. }) => return com_of(inner),
         Stmt::Extra(Extra::CheckedView(..)) => return None,
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
@@ -1054,6 +1056,14 @@ fn statement_text(statement: &Stmt) -> String {
         }
         // Parsed as its SELECT: `DO` again in front of the expressions.
         Stmt::Extra(Extra::Do(select)) => select.to_string().replacen("SELECT", "DO", 1),
+        Stmt::Extra(Extra::SetStatement { set, inner }) => {
+            let set = statement_text(set);
+            format!(
+                "SET STATEMENT {} FOR {}",
+                set.strip_prefix("SET ").unwrap_or(&set),
+                statement_text(inner)
+            )
+        }
         Stmt::Extra(Extra::Begin { read_only }) => format!(
             "START TRANSACTION {}WITH CONSISTENT SNAPSHOT",
             if *read_only { "READ ONLY, " } else { "" }
