@@ -1364,26 +1364,13 @@ fn show_grants(
         (conn.session.user.clone(), conn.session.host.clone())
     };
     w.done()?;
-    let own = user == conn.session.user && host == conn.session.host;
-    if !own && conn.grants.global & privilege::SELECT == 0 {
-        return Err(SqlError::new(
-            codes::DBACCESS_DENIED,
-            format!(
-                "Access denied for user {} to database 'mysql'",
-                account_of(conn)
-            ),
-        ));
-    }
-    let accounts = load_accounts(conn.native)?;
-    let Some(account) = accounts
-        .iter()
-        .find(|a| a.user == user && a.host.eq_ignore_ascii_case(&host))
-    else {
-        return Err(SqlError::new(
+    let missing = || {
+        SqlError::new(
             codes::NONEXISTING_GRANT,
             format!("There is no such grant defined for user '{user}' on host '{host}'"),
-        ));
+        )
     };
+    let account = &shown_account(conn, &user, &host, missing)?;
     let with = |bits: u64| {
         if bits & privilege::GRANT_OPTION != 0 {
             " WITH GRANT OPTION"
@@ -1446,26 +1433,13 @@ fn show_create_user(
         w.account(conn)?
     };
     w.done()?;
-    let own = user == conn.session.user && host == conn.session.host;
-    if !own && conn.grants.global & privilege::SELECT == 0 {
-        return Err(SqlError::new(
-            codes::DBACCESS_DENIED,
-            format!(
-                "Access denied for user {} to database 'mysql'",
-                account_of(conn)
-            ),
-        ));
-    }
-    let accounts = load_accounts(conn.native)?;
-    let Some(account) = accounts
-        .iter()
-        .find(|a| a.user == user && a.host.eq_ignore_ascii_case(&host))
-    else {
-        return Err(SqlError::new(
+    let missing = || {
+        SqlError::new(
             USER_ROW_MISSING,
             "Can't find any matching row in the user table",
-        ));
+        )
     };
+    let account = &shown_account(conn, &user, &host, missing)?;
     let mut text = format!("CREATE USER `{}`@`{}`", account.user, account.host);
     if !account.credentials.empty {
         let hash: String = account
@@ -1490,6 +1464,30 @@ fn show_create_user(
         more,
     )?;
     Ok(Answered::Done)
+}
+
+/// The account `user`@`host` a SHOW shows: one's own, or any with the
+/// global SELECT (1044 else); `missing` when there is none.
+fn shown_account(
+    conn: &Conn<'_>,
+    user: &str,
+    host: &str,
+    missing: impl FnOnce() -> SqlError,
+) -> SqlResult<Account> {
+    let own = user == conn.session.user && host == conn.session.host;
+    if !own && conn.grants.global & privilege::SELECT == 0 {
+        return Err(SqlError::new(
+            codes::DBACCESS_DENIED,
+            format!(
+                "Access denied for user {} to database 'mysql'",
+                account_of(conn)
+            ),
+        ));
+    }
+    load_accounts(conn.native)?
+        .into_iter()
+        .find(|a| a.user == user && a.host.eq_ignore_ascii_case(host))
+        .ok_or_else(missing)
 }
 
 /// MariaDB's 1133, of an account that is not there.

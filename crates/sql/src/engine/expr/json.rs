@@ -485,8 +485,8 @@ impl JsonFn {
                 };
                 let mut out = String::new();
                 match self {
-                    JsonFn::Normalize => write_normal(&doc, &mut out),
-                    JsonFn::Compact => write_compact(&doc, &mut out),
+                    JsonFn::Normalize => write_laid(&doc, NORMAL, &mut out),
+                    JsonFn::Compact => write_laid(&doc, COMPACT, &mut out),
                     JsonFn::Loose => write_into(&doc, &mut out),
                     _ => {
                         // The indent, MariaDB's `tab_size` (4; at most 64).
@@ -1136,62 +1136,75 @@ pub fn write(j: &Json) -> String {
 }
 
 fn write_into(j: &Json, out: &mut String) {
+    write_laid(j, LOOSE, out);
+}
+
+/// How a document is written on one line: what goes between elements
+/// and members, what between a name and its value, and whether members
+/// are sorted and numbers normalized (JSON_NORMALIZE's).
+#[derive(Clone, Copy)]
+struct Layout {
+    between: &'static str,
+    named: &'static str,
+    normal: bool,
+}
+
+/// MariaDB's usual layout (`{"a": [1, 2]}`).
+const LOOSE: Layout = Layout {
+    between: ", ",
+    named: ": ",
+    normal: false,
+};
+
+/// JSON_COMPACT's: no white space.
+const COMPACT: Layout = Layout {
+    between: ",",
+    named: ":",
+    normal: false,
+};
+
+/// JSON_NORMALIZE's: compact, members sorted by name, numbers as
+/// [`normal_number`].
+const NORMAL: Layout = Layout {
+    between: ",",
+    named: ":",
+    normal: true,
+};
+
+fn write_laid(j: &Json, layout: Layout, out: &mut String) {
     match j {
         Json::Null => out.push_str("null"),
         Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Number(n) if layout.normal => out.push_str(&normal_number(n)),
         Json::Number(n) => out.push_str(n),
         Json::String(s) => write_string(s, out),
         Json::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(layout.between);
                 }
-                write_into(item, out);
+                write_laid(item, layout, out);
             }
             out.push(']');
         }
         Json::Object(members) => {
+            let ordered = if layout.normal {
+                sorted(members)
+            } else {
+                members.iter().collect()
+            };
             out.push('{');
-            for (i, (k, m)) in members.iter().enumerate() {
+            for (i, (k, m)) in ordered.into_iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(layout.between);
                 }
                 write_string(k, out);
-                out.push_str(": ");
-                write_into(m, out);
+                out.push_str(layout.named);
+                write_laid(m, layout, out);
             }
             out.push('}');
         }
-    }
-}
-
-/// JSON_COMPACT's text: no white space.
-fn write_compact(j: &Json, out: &mut String) {
-    match j {
-        Json::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_compact(item, out);
-            }
-            out.push(']');
-        }
-        Json::Object(members) => {
-            out.push('{');
-            for (i, (k, m)) in members.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(k, out);
-                out.push(':');
-                write_compact(m, out);
-            }
-            out.push('}');
-        }
-        scalar => write_into(scalar, out),
     }
 }
 
@@ -1240,37 +1253,6 @@ fn write_detailed(j: &Json, width: usize, depth: usize, out: &mut String) {
                 write_detailed(m, width, depth + 1, out);
             }
             line(out, depth);
-            out.push('}');
-        }
-        scalar => write_into(scalar, out),
-    }
-}
-
-/// JSON_NORMALIZE's text: compact, members sorted by name, numbers as
-/// [`normal_number`].
-fn write_normal(j: &Json, out: &mut String) {
-    match j {
-        Json::Number(n) => out.push_str(&normal_number(n)),
-        Json::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_normal(item, out);
-            }
-            out.push(']');
-        }
-        Json::Object(members) => {
-            out.push('{');
-            for (i, (k, m)) in sorted(members).into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(k, out);
-                out.push(':');
-                write_normal(m, out);
-            }
             out.push('}');
         }
         scalar => write_into(scalar, out),
