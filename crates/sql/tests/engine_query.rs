@@ -2535,20 +2535,26 @@ fn insert_ids_as_mysql(conn: &mut Conn<'_>) {
     q(conn, "SELECT LAST_INSERT_ID(77)");
     assert_eq!(id(conn, "UPDATE plain SET v = 4 WHERE k = 2"), 0);
     assert_eq!(id(conn, "DELETE FROM plain WHERE k = 2"), 0);
-    // MariaDB's RETURNING answers with rows: refused, nothing written,
-    // rather than run and answered with an OK alone.
-    for sql in [
-        "INSERT INTO plain VALUES (7, 7) RETURNING k",
-        "REPLACE INTO plain VALUES (1, 7) RETURNING k, v",
-        "DELETE FROM plain WHERE k = 1 RETURNING k",
-    ] {
-        let e = err(conn, sql);
-        assert_eq!(e.code, 1105, "{sql}: {e}");
-        assert!(e.message.contains("RETURNING"), "{sql}: {e}");
-    }
+    // MariaDB's RETURNING answers with the rows written (an UPDATE has
+    // none there: refused, nothing written).
+    assert_eq!(
+        q(conn, "INSERT INTO plain VALUES (7, 7) RETURNING k"),
+        rows(&[&["7"]])
+    );
+    assert_eq!(
+        q(conn, "REPLACE INTO plain VALUES (1, 7) RETURNING k, v"),
+        rows(&[&["1", "7"]])
+    );
+    assert_eq!(
+        q(conn, "DELETE FROM plain WHERE k = 7 RETURNING k, v + 1"),
+        rows(&[&["7", "8"]])
+    );
+    let e = err(conn, "UPDATE plain SET v = 9 RETURNING k");
+    assert_eq!(e.code, 1105, "{e}");
+    assert!(e.message.contains("RETURNING"), "{e}");
     assert_eq!(
         q(conn, "SELECT k, v FROM plain ORDER BY k"),
-        rows(&[&["1", "2"]])
+        rows(&[&["1", "7"]])
     );
     ok(conn, "DROP TABLE ids, plain");
 }
