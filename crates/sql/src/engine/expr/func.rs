@@ -1635,14 +1635,7 @@ impl Func {
             F::Compress => compress(&bytes(&v[0])),
             F::Uncompress => uncompress(&bytes(&v[0]), ctx),
             F::UncompressedLength => {
-                let b = bytes(&v[0]);
-                match b.get(..4) {
-                    // The length, its two top bits left out (MySQL's).
-                    Some(len) => Val::UInt(u64::from(
-                        u32::from_le_bytes([len[0], len[1], len[2], len[3]]) & 0x3FFF_FFFF,
-                    )),
-                    None => Val::UInt(0),
-                }
+                Val::UInt(compressed_length(&bytes(&v[0])).map_or(0, |n| n as u64))
             }
             F::AesEncrypt => Val::Str(aes_encrypt(&bytes(&v[0]), &bytes(&v[1]))),
             F::AesDecrypt => aes_decrypt(&bytes(&v[0]), &bytes(&v[1])).map_or(Val::Null, Val::Str),
@@ -2497,7 +2490,7 @@ impl Func {
                 if matches!(
                     &v[0],
                     Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_)
-                ) && ctx.num_f64(&v[0]).abs() > 8_385_959.0 =>
+                ) && ctx.num_f64(&v[0]).abs() > TIME_NUMBER_MAX =>
             {
                 // Its own warnings are a time's, not a datetime's.
                 let before = ctx.warnings.len();
@@ -3619,6 +3612,10 @@ fn bad_uuid(shown: &str, function: &str) -> SqlError {
     )
 }
 
+/// The largest number that reads as a TIME, 838:59:59 as HHMMSS; past it
+/// a number is a datetime's (`number_to_time`).
+const TIME_NUMBER_MAX: f64 = 8_385_959.0;
+
 /// RANDOM_BYTES' largest length (MariaDB's; NULL past it).
 const RANDOM_BYTES_MAX: usize = 1024;
 
@@ -3641,15 +3638,21 @@ fn compress(data: &[u8]) -> Val {
     Val::Str(out)
 }
 
+/// The length COMPRESS's first 4 bytes give, little-endian, its two top
+/// bits left out (MySQL's); None for fewer bytes.
+fn compressed_length(data: &[u8]) -> Option<usize> {
+    let head: [u8; 4] = data.get(..4)?.try_into().ok()?;
+    Some((u32::from_le_bytes(head) & 0x3FFF_FFFF) as usize)
+}
+
 /// UNCOMPRESS of COMPRESS's layout: NULL, with MariaDB's warning, for a
 /// length past the longest string a function builds (1256) or a stream
 /// that is no zlib one of that length (1259).
 fn uncompress(data: &[u8], ctx: &mut Ctx<'_>) -> Val {
     use std::io::Read as _;
-    let Some(head) = data.get(..4) else {
+    let Some(len) = compressed_length(data) else {
         return Val::Str(Vec::new());
     };
-    let len = (u32::from_le_bytes([head[0], head[1], head[2], head[3]]) & 0x3FFF_FFFF) as usize;
     if len > STRING_RESULT_BYTES_MAX {
         ctx.warn(
             1256,

@@ -553,7 +553,7 @@ impl JsonFn {
     /// MariaDB's complaint about path `text` of argument `arg` that stopped
     /// making sense at byte `at`: 4041 at its end, else 4042.
     fn path_error(self, arg: usize, text: &str, at: usize) -> (u16, String) {
-        self.position_error("path", (4041, 4042), arg, text, at)
+        position_error(self.name(), "path", (4041, 4042), arg, text, at)
     }
 
     /// JSON_SEARCH(doc, 'one'|'all', pattern [, escape [, path…]]): the
@@ -696,20 +696,7 @@ impl JsonFn {
     /// MariaDB's complaint about JSON text `text` of argument `arg` that
     /// stopped making sense at byte `at`: 4037 at its end, else 4038.
     fn syntax_error(self, arg: usize, text: &str, at: usize) -> (u16, String) {
-        self.position_error("text", (4037, 4038), arg, text, at)
-    }
-
-    /// "Unexpected end of JSON `what`" (`codes.0`) when `at` is past
-    /// `text`, else "Syntax error in JSON `what`" at its position (`codes.1`).
-    fn position_error(
-        self,
-        what: &str,
-        codes: (u16, u16),
-        arg: usize,
-        text: &str,
-        at: usize,
-    ) -> (u16, String) {
-        position_error(self.name(), what, codes, arg, text, at)
+        position_error(self.name(), "text", (4037, 4038), arg, text, at)
     }
 
     /// The functions that read a parsed document (its paths in `v[1..]`).
