@@ -11,6 +11,7 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
+use self::sets::{Bound, SetNode, SetOp};
 use super::{
     convert, env, fetch, fetch_each, keep_warning, keep_warnings, table_scope, with_scope,
 };
@@ -34,6 +35,7 @@ pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod explain;
 mod filesort;
+mod sets;
 mod union;
 pub(crate) use explain::{
     capture_next, derived_begin, derived_captured, explain_mark, note_again, note_derived,
@@ -213,10 +215,8 @@ struct Plans {
     /// to the column's type (empty for one SELECT).
     arm_casts: Vec<Vec<Option<CastTo>>>,
     planned: Vec<Planned>,
-    /// How many leading SELECTs' rows a DISTINCT union deduplicates: up to
-    /// the last `UNION [DISTINCT]`, as MariaDB has it (one overrides every
-    /// ALL to its left; a `UNION ALL` after it appends as they come).
-    distinct_arms: usize,
+    /// How the SELECTs' rows combine (UNION, EXCEPT, INTERSECT).
+    sets: SetNode<Bound>,
     /// ORDER BY of a UNION: result columns and descending.
     union_order: Vec<(usize, bool)>,
     union_limit: Option<u64>,
@@ -259,12 +259,26 @@ fn plan_query_body(
     if let Some(ob) = &q.order_by {
         super::subquery::prepare(conn, ob, 0, placeholders, params)?;
     }
-    let mut selects = Vec::new();
-    let mut distinct_arms = 0;
-    collect_selects(&q.body, &mut selects, &mut distinct_arms)?;
+    let mut arms = Vec::new();
+    let raw_sets = collect_selects(&q.body, &mut arms)?;
+    let selects: Vec<&ast::Select> = arms.iter().map(|a| a.select).collect();
     let mut planned = Vec::new();
-    for s in &selects {
-        let p = plan_select(conn, s, placeholders, params)?;
+    for arm in &arms {
+        if let Some(ob) = arm.bounded_by.and_then(|b| b.order_by.as_ref()) {
+            super::subquery::prepare(conn, ob, 0, placeholders, params)?;
+        }
+        let mut p = plan_select(conn, arm.select, placeholders, params)?;
+        if let Some(bound) = arm.bounded_by {
+            bound_select(
+                conn,
+                &mut p,
+                bound,
+                arm.select,
+                placeholders,
+                params,
+                arms.len() == 1,
+            )?;
+        }
         // A join's order comes from the tables' statistics (fetched at
         // most once per `STATS_REFRESH_MS` per table and SQL node).
         if let Some(spec) = &p.join {
@@ -325,23 +339,7 @@ fn plan_query_body(
     let single = planned.len() == 1;
     let environment = env(conn);
     let mut ctx = Ctx::new(params.unwrap_or(&[]), &environment);
-    let limit = match &q.limit_clause {
-        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (
-            limit
-                .as_ref()
-                .map(|l| const_u64(conn, l, placeholders, &mut ctx))
-                .transpose()?,
-            offset
-                .as_ref()
-                .map(|o| const_u64(conn, &o.value, placeholders, &mut ctx))
-                .transpose()?,
-        ),
-        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
-            Some(const_u64(conn, limit, placeholders, &mut ctx)?),
-            Some(const_u64(conn, offset, placeholders, &mut ctx)?),
-        ),
-        None => (None, None),
-    };
+    let limit = limit_of(conn, q, placeholders, &mut ctx)?;
     let lock = q.locks.first().map(|l| match l.lock_type {
         ast::LockType::Update => LockMode::Exclusive,
         ast::LockType::Share => LockMode::Shared,
@@ -363,7 +361,14 @@ fn plan_query_body(
     }
     if single {
         let p = &mut planned[0];
-        if !calc_found_rows {
+        if arms[0].bounded_by.is_some()
+            && (q.order_by.is_some() || q.limit_clause.is_some() || !q.locks.is_empty())
+        {
+            return Err(SqlError::unsupported(
+                "ORDER BY, LIMIT or a lock both inside and after a parenthesised SELECT (make it a derived table)",
+            ));
+        }
+        if !calc_found_rows && q.limit_clause.is_some() {
             p.limit = limit.0;
             p.offset = limit.1.unwrap_or(0);
         }
@@ -386,7 +391,7 @@ fn plan_query_body(
             nullable,
             arm_casts,
             planned,
-            distinct_arms: 0,
+            sets: SetNode::Select(0),
             union_order: Vec::new(),
             union_limit,
             union_offset,
@@ -395,43 +400,28 @@ fn plan_query_body(
         });
     }
     // ORDER BY of a UNION names result columns, by name or position.
-    let mut union_order = Vec::new();
-    if let Some(ob) = &q.order_by {
-        let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
-            return Err(SqlError::unsupported("ORDER BY ALL"));
-        };
-        for o in exprs {
-            let at = match &o.expr {
-                ast::Expr::Identifier(i) => metas
-                    .iter()
-                    .position(|m| m.name.eq_ignore_ascii_case(&i.value)),
-                ast::Expr::Value(v) => match &v.value {
-                    ast::Value::Number(n, _) => n
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|p| p.checked_sub(1))
-                        .filter(|p| *p < metas.len()),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let Some(at) = at else {
-                return Err(SqlError::new(
-                    codes::BAD_FIELD,
-                    format!("Unknown column '{}' in 'ORDER BY'", o.expr),
-                ));
-            };
-            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-            union_order.push((at, desc));
-        }
-    }
+    let union_order = match &q.order_by {
+        Some(ob) => result_order(ob, &metas)?,
+        None => Vec::new(),
+    };
+    let sets = raw_sets.try_map(&mut |q: &ast::Query| -> SqlResult<Bound> {
+        let (limit, offset) = limit_of(conn, q, placeholders, &mut ctx)?;
+        Ok(Bound {
+            order: match &q.order_by {
+                Some(ob) => result_order(ob, &metas)?,
+                None => Vec::new(),
+            },
+            limit,
+            offset: offset.unwrap_or(0),
+        })
+    })?;
     Ok(Plans {
         metas,
         kinds,
         nullable,
         arm_casts,
         planned,
-        distinct_arms,
+        sets,
         union_order,
         union_limit: limit.0,
         union_offset: limit.1.unwrap_or(0),
@@ -448,54 +438,207 @@ fn calc_found_rows_misplaced() -> SqlError {
     )
 }
 
-/// The SELECTs of a query body, in order; `distinct_arms` becomes the
-/// count of those up to the last `UNION [DISTINCT]`.
 impl Plans {
-    /// Whether the UNION removes duplicates (of its first
-    /// `distinct_arms` SELECTs' rows).
+    /// Whether combining the SELECTs' rows needs a table of them (not a
+    /// UNION ALL): EXPLAIN's "Using temporary".
     fn union_distinct(&self) -> bool {
-        self.distinct_arms > 0
+        self.planned.len() > 1 && self.sets.uses_temporary()
+    }
+
+    /// EXPLAIN's row of the combined result: its `select_type` and its
+    /// table (`<union1,2>`, `<except1,2>`, `<intersect1,2>`, and MariaDB's
+    /// `<unit1,2,3>` where the operators differ) over the SELECTs' `ids`.
+    fn result_row(&self, ids: &[usize]) -> (&'static str, String) {
+        let word = self.sets.result_word();
+        let select_type = match word {
+            "EXCEPT" => "EXCEPT RESULT",
+            "INTERSECT" => "INTERSECT RESULT",
+            "UNIT" => "UNIT RESULT",
+            _ => "UNION RESULT",
+        };
+        let ids: Vec<String> = ids.iter().map(usize::to_string).collect();
+        let table = format!("<{}{}>", word.to_ascii_lowercase(), ids.join(","));
+        (select_type, table)
     }
 }
 
+/// One SELECT of a query body, and the parenthesised query around it
+/// whose ORDER BY … LIMIT (or lock) bounds its rows.
+struct ArmOf<'q> {
+    select: &'q ast::Select,
+    bounded_by: Option<&'q ast::Query>,
+}
+
+/// Whether a parenthesised query bounds its rows.
+fn bounds(q: &ast::Query) -> bool {
+    q.order_by.is_some() || q.limit_clause.is_some() || !q.locks.is_empty()
+}
+
+/// The SELECTs of a query body, in order, and the tree of the set
+/// operations that combine them.
 fn collect_selects<'q>(
     body: &'q SetExpr,
-    out: &mut Vec<&'q ast::Select>,
-    distinct_arms: &mut usize,
-) -> SqlResult<()> {
+    out: &mut Vec<ArmOf<'q>>,
+) -> SqlResult<SetNode<&'q ast::Query>> {
     match body {
         SetExpr::Select(s) => {
-            out.push(s);
-            Ok(())
+            out.push(ArmOf {
+                select: s,
+                bounded_by: None,
+            });
+            Ok(SetNode::Select(out.len() - 1))
         }
-        SetExpr::Query(q) if q.order_by.is_none() && q.limit_clause.is_none() => {
-            collect_selects(&q.body, out, distinct_arms)
-        }
+        SetExpr::Query(q) if q.with.is_some() => Err(SqlError::unsupported(
+            "WITH inside a parenthesised part of a query (make it a derived table)",
+        )),
+        SetExpr::Query(q) if !bounds(q) => collect_selects(&q.body, out),
+        SetExpr::Query(q) => match &*q.body {
+            SetExpr::Select(s) => {
+                out.push(ArmOf {
+                    select: s,
+                    bounded_by: Some(q),
+                });
+                Ok(SetNode::Select(out.len() - 1))
+            }
+            body if q.locks.is_empty() => Ok(SetNode::Bounded {
+                inner: Box::new(collect_selects(body, out)?),
+                bound: &**q,
+            }),
+            _ => Err(SqlError::unsupported(
+                "a lock (FOR UPDATE, LOCK IN SHARE MODE) after a parenthesised UNION, EXCEPT or INTERSECT",
+            )),
+        },
         SetExpr::SetOperation {
-            op: SetOperator::Union,
+            op,
             set_quantifier,
             left,
             right,
         } => {
-            collect_selects(left, out, distinct_arms)?;
-            // A DISTINCT union in parentheses on the right deduplicates its
-            // own SELECTs only: flat, it would take the left's with it.
-            let mut right_distinct = 0;
-            collect_selects(right, out, &mut right_distinct)?;
-            if !matches!(set_quantifier, SetQuantifier::All) {
-                *distinct_arms = out.len();
-            } else if right_distinct > 0 {
-                return Err(SqlError::unsupported(
-                    "UNION ALL of a parenthesized UNION DISTINCT on its right (make it a derived table)",
-                ));
-            }
-            Ok(())
+            let op = match op {
+                SetOperator::Union => SetOp::Union,
+                SetOperator::Except => SetOp::Except,
+                SetOperator::Intersect => SetOp::Intersect,
+                SetOperator::Minus => {
+                    return Err(SqlError::unsupported("MINUS (write EXCEPT)"));
+                }
+            };
+            let all = match set_quantifier {
+                SetQuantifier::All => true,
+                SetQuantifier::Distinct | SetQuantifier::None => false,
+                other => {
+                    return Err(SqlError::unsupported(format_args!(
+                        "{} {other}",
+                        op.word()
+                    )));
+                }
+            };
+            let left = collect_selects(left, out)?;
+            let right = collect_selects(right, out)?;
+            Ok(SetNode::Op {
+                op,
+                all,
+                left: Box::new(left),
+                right: Box::new(right),
+            })
         }
         other => Err(SqlError::unsupported(format_args!(
             "the query `{}`",
             crate::engine::stdx_truncate(&other.to_string(), 80)
         ))),
     }
+}
+
+/// A parenthesised SELECT's own ORDER BY … LIMIT and lock, planned into
+/// it. Among several SELECTs an ORDER BY without a LIMIT is dropped, as
+/// MariaDB drops it: the combined rows do not keep that order.
+fn bound_select(
+    conn: &mut Conn<'_>,
+    p: &mut Planned,
+    q: &ast::Query,
+    select: &ast::Select,
+    placeholders: &[Location],
+    params: Option<&[Val]>,
+    alone: bool,
+) -> SqlResult<()> {
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params.unwrap_or(&[]), &environment);
+    let (limit, offset) = limit_of(conn, q, placeholders, &mut ctx)?;
+    p.limit = limit;
+    p.offset = offset.unwrap_or(0);
+    if let Some(l) = q.locks.first() {
+        p.lock = Some(match l.lock_type {
+            ast::LockType::Update => LockMode::Exclusive,
+            ast::LockType::Share => LockMode::Shared,
+        });
+    }
+    if let Some(ob) = &q.order_by {
+        if alone || limit.is_some() || offset.is_some() {
+            super::correlated::plan(conn, ob, 0, &p.source, &p.hidden, placeholders)?;
+            let named = named_windows(select);
+            p.order = order_exprs(conn, ob, p, &named, placeholders)?;
+        }
+    }
+    Ok(())
+}
+
+/// A query's `LIMIT` and `OFFSET`, evaluated.
+fn limit_of(
+    conn: &Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<(Option<u64>, Option<u64>)> {
+    Ok(match &q.limit_clause {
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (
+            limit
+                .as_ref()
+                .map(|l| const_u64(conn, l, placeholders, ctx))
+                .transpose()?,
+            offset
+                .as_ref()
+                .map(|o| const_u64(conn, &o.value, placeholders, ctx))
+                .transpose()?,
+        ),
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
+            Some(const_u64(conn, limit, placeholders, ctx)?),
+            Some(const_u64(conn, offset, placeholders, ctx)?),
+        ),
+        None => (None, None),
+    })
+}
+
+/// ORDER BY of a UNION (EXCEPT, INTERSECT): result columns by name or
+/// position, and whether descending.
+fn result_order(ob: &ast::OrderBy, metas: &[ColumnMeta]) -> SqlResult<Vec<(usize, bool)>> {
+    let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
+        return Err(SqlError::unsupported("ORDER BY ALL"));
+    };
+    let mut order = Vec::with_capacity(exprs.len());
+    for o in exprs {
+        let at = match &o.expr {
+            ast::Expr::Identifier(i) => metas
+                .iter()
+                .position(|m| m.name.eq_ignore_ascii_case(&i.value)),
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => n
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|p| p.checked_sub(1))
+                    .filter(|p| *p < metas.len()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(at) = at else {
+            return Err(SqlError::new(
+                codes::BAD_FIELD,
+                format!("Unknown column '{}' in 'ORDER BY'", o.expr),
+            ));
+        };
+        let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+        order.push((at, desc));
+    }
+    Ok(order)
 }
 
 fn const_u64(
@@ -2778,7 +2921,7 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
         nullable: _,
         arm_casts,
         planned,
-        distinct_arms,
+        sets,
         union_order,
         union_limit,
         union_offset,
@@ -2788,12 +2931,8 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
     if limit_zero(plans) {
         return Ok(Vec::new());
     }
-    let (distinct_arms, union_limit, union_offset, calc_found_rows) = (
-        *distinct_arms,
-        *union_limit,
-        *union_offset,
-        *calc_found_rows,
-    );
+    let (union_limit, union_offset, calc_found_rows) =
+        (*union_limit, *union_offset, *calc_found_rows);
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
@@ -2802,14 +2941,8 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
     let needs_tx = planned
         .iter()
         .any(|p| p.table.is_some() || p.join.is_some());
-    let mut rows: Vec<Vec<Val>> = Vec::new();
-    // The rows of the SELECTs a DISTINCT union deduplicates.
-    let mut distinct_end = 0;
-    let mut ended = |arm: usize, rows: &Vec<Vec<Val>>| {
-        if arm < distinct_arms {
-            distinct_end = rows.len();
-        }
-    };
+    // Each SELECT's rows, combined once all are read.
+    let mut arms: Vec<Vec<Vec<Val>>> = Vec::with_capacity(planned.len());
     // Warnings met before an error stay the statement's, as MariaDB's
     // diagnostics area keeps them.
     let gathered = (|| -> SqlResult<()> {
@@ -2818,8 +2951,7 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
             for (arm, p) in planned.iter().enumerate() {
                 let mut arm_rows = run_per_row(conn, p, &mut ctx, alone, placeholders, None)?;
                 conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
-                rows.extend(arm_rows);
-                ended(arm, &rows);
+                arms.push(arm_rows);
             }
         } else if needs_tx {
             let tx = txn::take(conn)?;
@@ -2827,17 +2959,16 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
                 planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
             let mut committed = false;
             let result = (|| {
-                let mut all = Vec::new();
+                let mut all = Vec::with_capacity(planned.len());
                 for (arm, p) in planned.iter().enumerate() {
                     let commit = autocommit_read.then_some(&mut committed);
                     let mut arm_rows = run_one(&tx, p, &mut ctx, commit)?;
                     conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
-                    all.extend(arm_rows);
-                    ended(arm, &all);
+                    all.push(arm_rows);
                 }
                 Ok(all)
             })();
-            rows = if committed {
+            arms = if committed {
                 result?
             } else {
                 txn::finish(conn, tx, result)?
@@ -2846,8 +2977,7 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
             for (arm, p) in planned.iter().enumerate() {
                 let mut arm_rows = run_one_without_table(p, &mut ctx)?;
                 conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
-                rows.extend(arm_rows);
-                ended(arm, &rows);
+                arms.push(arm_rows);
             }
         }
         Ok(())
@@ -2859,32 +2989,16 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
     // A UNION's columns compare under their own (aggregated) collations.
     let union_collations: Vec<Option<Collation>> =
         kinds.iter().map(|k| kind_collation(*k)).collect();
-    if distinct_arms > 0 {
-        let appended = rows.split_off(distinct_end);
-        rows = distinct(rows, &union_collations);
-        rows.extend(appended);
-    }
-    if !union_order.is_empty() {
-        rows.sort_by(|a, b| {
-            for (at, desc) in union_order {
-                let coll = union_collations.get(*at).copied().unwrap_or(GENERAL_CI);
-                let o = order_cmp(&a[*at], &b[*at], coll);
-                let o = if *desc { o.reverse() } else { o };
-                if o.is_ne() {
-                    return o;
-                }
-            }
-            Ordering::Equal
-        });
-    }
+    let mut rows = if arms.len() == 1 {
+        arms.pop().unwrap_or_default()
+    } else {
+        sets::combine(sets, &mut arms, &union_collations, false)
+    };
+    sets::sort(&mut rows, union_order, &union_collations);
     if calc_found_rows {
         conn.session.calc_found_rows = Some(rows.len() as u64);
     }
-    if union_limit.is_some() || union_offset > 0 {
-        let offset = usize::try_from(union_offset).unwrap_or(usize::MAX);
-        let limit = union_limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-        rows = rows.into_iter().skip(offset).take(limit).collect();
-    }
+    let rows = sets::limit(rows, union_limit, union_offset);
     keep_warnings(conn, &mut ctx);
     Ok(rows)
 }
@@ -3730,13 +3844,6 @@ fn group_key_into(values: &[Val], collations: &[Option<Collation>], key: &mut Ve
         }
         key.push(0xff);
     }
-}
-
-fn distinct(rows: Vec<Vec<Val>>, collations: &[Option<Collation>]) -> Vec<Vec<Val>> {
-    let mut seen = KeyMap::with_capacity_and_hasher(rows.len(), KeyState::default());
-    rows.into_iter()
-        .filter(|r| seen.insert(group_key(r, collations), ()).is_none())
-        .collect()
 }
 
 /// One aggregate's running state.

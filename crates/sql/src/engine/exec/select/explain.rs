@@ -114,6 +114,7 @@ pub fn explain(
     let mut blocks = Vec::new();
     // Ids after the SELECTs of the union: the per-row subqueries'.
     let mut next_id = plans.planned.len() + 1;
+    let linkage = plans.sets.linkage();
     for (at, p) in plans.planned.iter().enumerate() {
         // A JSON_TABLE runs per row, but as a table of the SELECT's own.
         let dependent = per_row_queries(p);
@@ -121,7 +122,7 @@ pub fn explain(
             (1, _) if dependent => "PRIMARY",
             (1, _) => "SIMPLE",
             (_, 0) => "PRIMARY",
-            _ => "UNION",
+            _ => linkage.get(at - 1).map_or("UNION", |op| op.word()),
         };
         let mut rows = rows_of(p, &mut ctx)?;
         let derived = expand_derived(
@@ -159,21 +160,12 @@ pub fn explain(
         }
         arms.push(rows);
     }
+    let ids: Vec<usize> = (1..=plans.planned.len()).collect();
+    let union = (plans.planned.len() > 1).then(|| plans.result_row(&ids));
     if format == Format::Json {
-        let union = (plans.planned.len() > 1).then(|| {
-            let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
-            format!("<union{}>", ids.join(","))
-        });
-        return send_text(
-            sink,
-            json(&blocks, union.as_deref(), plans.union_distinct()),
-            more,
-        );
+        let name = union.as_ref().map(|(_, name)| name.as_str());
+        return send_text(sink, json(&blocks, name, plans.union_distinct()), more);
     }
-    let union = (plans.planned.len() > 1).then(|| {
-        let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
-        format!("<union{}>", ids.join(","))
-    });
     send_explain(arms, union, plans.union_distinct(), format, more, sink)
 }
 
@@ -469,10 +461,10 @@ fn query_json_of(
     if blocks.len() == 1 {
         return Ok(blocks.remove(0));
     }
-    let ids: Vec<String> = (0..blocks.len()).map(|_| sub_id.to_string()).collect();
+    let ids = vec![sub_id; blocks.len()];
     Ok(union_json(
         &blocks,
-        &format!("<union{}>", ids.join(",")),
+        &plans.result_row(&ids).1,
         plans.union_distinct(),
     ))
 }
@@ -741,7 +733,7 @@ pub fn explain_write(
 /// the JSON document.
 fn send_explain(
     arms: Vec<Vec<Row>>,
-    union: Option<String>,
+    union: Option<(&'static str, String)>,
     union_distinct: bool,
     format: Format,
     more: bool,
@@ -753,13 +745,14 @@ fn send_explain(
             .enumerate()
             .map(|(at, rows)| block_json(at + 1, rows, ""))
             .collect();
-        let text = json(&blocks, union.as_deref(), union_distinct);
+        let name = union.as_ref().map(|(_, name)| name.as_str());
+        let text = json(&blocks, name, union_distinct);
         return send_text(sink, text, more);
     }
     let mut out: Vec<Row> = arms.into_iter().flatten().collect();
-    if let Some(name) = union {
+    if let Some((select_type, name)) = union {
         out.push(Row {
-            select_type: "UNION RESULT",
+            select_type,
             table: Some(name),
             access_type: Some("ALL"),
             extra: if union_distinct {
