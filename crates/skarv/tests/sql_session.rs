@@ -260,7 +260,8 @@ fn a_client_killed_inside_a_transaction_leaves_nothing_locked() {
     assert_eq!(after, Some(3));
 }
 
-/// `max_execution_time` stops a SELECT (not a write) with 3024, `KILL
+/// `max_execution_time` stops a SELECT (not a write) with 3024, before
+/// or after `max_statement_time`'s 1969 as either runs out first, `KILL
 /// QUERY` stops a `SLEEP` with 1317, `SHOW … WHERE` filters by the SHOW's
 /// columns, `information_schema.PROCESSLIST` lists this node's
 /// connections, and a TIMESTAMP reads in the session's time zone through
@@ -303,6 +304,19 @@ fn deadlines_show_where_processlist_and_time_zones() {
         .query("SELECT id, SLEEP(0.1) FROM t")
         .expect("no limit");
     assert_eq!(rows.len(), 3);
+
+    // Under MySQL's max_execution_time and MariaDB's max_statement_time,
+    // a SELECT stops at the earlier, with that one's error.
+    conn.query_drop("SET max_execution_time = 10000, max_statement_time = 0.2")
+        .expect("set");
+    let result = conn.query::<(i32, i32), _>("SELECT id, SLEEP(2) FROM t");
+    assert_eq!(code(result), 1969, "max_statement_time first");
+    conn.query_drop("SET max_execution_time = 200, max_statement_time = 10")
+        .expect("set");
+    let result = conn.query::<(i32, i32), _>("SELECT id, SLEEP(2) FROM t");
+    assert_eq!(code(result), 3024, "max_execution_time first");
+    conn.query_drop("SET max_execution_time = 0, max_statement_time = 0")
+        .expect("set");
 
     // KILL QUERY stops a SLEEP at once.
     let mut sleeper = connect(port, "root", None).expect("a second connection");

@@ -190,6 +190,7 @@ pub mod codes {
     pub const SPECIFIC_ACCESS_DENIED: u16 = 1227;
     pub const MALFORMED_PACKET: u16 = 1835;
     pub const QUERY_TIMEOUT: u16 = 3024;
+    pub const STATEMENT_TIMEOUT: u16 = 1969;
     pub const UNKNOWN_STORAGE_ENGINE: u16 = 1286;
     pub const WARN_USING_OTHER_HANDLER: u16 = 1266;
     pub const DIVISION_BY_ZERO: u16 = 1365;
@@ -324,7 +325,7 @@ pub fn state_of(code: u16) -> &'static str {
         VIEW_CHECK_FAILED => "44000",
         CANT_DROP_FIELD_OR_KEY => "42000",
         DB_CREATE_EXISTS | DB_DROP_EXISTS => "HY000",
-        QUERY_INTERRUPTED => "70100",
+        QUERY_INTERRUPTED | STATEMENT_TIMEOUT => "70100",
         DIVISION_BY_ZERO => "22012",
         WRONG_VALUE_COUNT_ON_ROW => "21S01",
         FIELD_SPECIFIED_TWICE | TOO_MANY_ROWS => "42000",

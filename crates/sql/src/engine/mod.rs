@@ -190,6 +190,7 @@ impl Engine {
             returned: None,
             deferred: None,
             text_parsed: None,
+            statement_started: Instant::now(),
         }
     }
 }
@@ -231,6 +232,9 @@ pub struct Conn<'s> {
     /// The text statement `Backend::may_defer_query` parsed, for the
     /// `query_deferrable` that follows (and its text, to tell it is that).
     text_parsed: Option<(Arc<str>, Arc<Stmt>)>,
+    /// When the running statement started (`max_statement_time` counts
+    /// from it; `status::statement_start` sets it).
+    pub statement_started: Instant,
 }
 
 /// A statement started and not yet answered: its read waits to be sent.

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sqlparser::ast::{
     ContextModifier, Expr, Set, ShowStatementFilter, Statement, Value as AstValue,
@@ -20,6 +21,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+use super::expr::eval::{Deadline, TimeLimit};
 use super::expr::Val;
 use super::{send_rows, Answered, Conn, Stmt};
 use crate::backend::{status, OkInfo, ResultSink};
@@ -184,6 +186,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::Global,
         "16382",
     ),
+    var("max_statement_time", Kind::Seconds, Scope::Both, "0.000000"),
     var("max_user_connections", int(0, 0), Scope::ReadOnly, "0"),
     var("min_examined_row_limit", int(0, u64::MAX), Scope::Both, "0"),
     var(
@@ -364,6 +367,8 @@ pub struct Hot {
     pub no_zero_in_date: bool,
     /// `max_execution_time`, in ms (0: none).
     pub max_execution_time_ms: u64,
+    /// `max_statement_time`, in µs (0: none).
+    pub max_statement_time_us: u64,
     /// `time_zone` in seconds east of UTC (`SYSTEM`: the SQL node's, UTC).
     pub time_zone_secs: i64,
     /// `max_error_count`: the warnings a statement keeps for SHOW WARNINGS
@@ -374,7 +379,7 @@ pub struct Hot {
 }
 
 /// The variables [`Hot`] decodes: setting any other leaves it as it is.
-const HOT_VARIABLES: [&str; 10] = [
+const HOT_VARIABLES: [&str; 11] = [
     "foreign_key_checks",
     "max_error_count",
     "character_set_client",
@@ -384,6 +389,7 @@ const HOT_VARIABLES: [&str; 10] = [
     "sql_notes",
     "sql_mode",
     "max_execution_time",
+    "max_statement_time",
     "time_zone",
 ];
 
@@ -485,6 +491,10 @@ impl Variables {
                 .get("max_execution_time")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
+            max_statement_time_us: self
+                .get("max_statement_time")
+                .and_then(|v| v.parse::<f64>().ok())
+                .map_or(0, |secs| (secs * 1e6).round() as u64),
             time_zone_secs: self.get("time_zone").and_then(offset_secs).unwrap_or(0),
         }
     }
@@ -2265,10 +2275,12 @@ fn set_value(conn: &mut Conn<'_>, expr: &Expr) -> SqlResult<Option<String>> {
 }
 
 /// Checks and normalises a value for a system variable: ON/OFF for
-/// booleans, a number within bounds, MySQL's error otherwise (1231, 1232).
-fn normalise(sys: &SysVar, value: Option<String>) -> SqlResult<String> {
+/// booleans, a number brought within bounds (true: it was outside them,
+/// which MariaDB warns of with 1292), MySQL's error otherwise (1231,
+/// 1232).
+fn normalise(sys: &SysVar, value: Option<String>) -> SqlResult<(String, bool)> {
     let Some(value) = value else {
-        return Ok(sys.default.to_owned());
+        return Ok((sys.default.to_owned(), false));
     };
     let bad = || {
         SqlError::new(
@@ -2281,8 +2293,8 @@ fn normalise(sys: &SysVar, value: Option<String>) -> SqlResult<String> {
     };
     match sys.kind {
         Kind::Bool => match value.to_ascii_uppercase().as_str() {
-            "1" | "ON" | "TRUE" => Ok("ON".to_owned()),
-            "0" | "OFF" | "FALSE" => Ok("OFF".to_owned()),
+            "1" | "ON" | "TRUE" => Ok(("ON".to_owned(), false)),
+            "0" | "OFF" | "FALSE" => Ok(("OFF".to_owned(), false)),
             _ => Err(bad()),
         },
         Kind::Int { min, max } => {
@@ -2292,14 +2304,11 @@ fn normalise(sys: &SysVar, value: Option<String>) -> SqlResult<String> {
                     format!("Incorrect argument type to variable '{}'", sys.name),
                 )
             })?;
-            // MySQL clamps out-of-range integers with a warning; we refuse
-            // rather than silently change what the user asked.
-            if n < i128::from(min) || n > i128::from(max) {
-                return Err(bad());
-            }
-            Ok(n.to_string())
+            // Out of range: the nearest bound, as MariaDB's (with 1292).
+            let clamped = n.clamp(i128::from(min), i128::from(max));
+            Ok((clamped.to_string(), clamped != n))
         }
-        Kind::Text => Ok(value),
+        Kind::Text => Ok((value, false)),
         Kind::Seconds => super::status::seconds_value(sys.name, &value),
     }
 }
@@ -2411,12 +2420,31 @@ pub fn sort_buffer_bytes(conn: &Conn<'_>) -> usize {
         .map_or(2 << 20, |v| usize::try_from(v).unwrap_or(usize::MAX))
 }
 
-/// When a SELECT starting now must stop (`max_execution_time`, in ms; 0:
-/// never). MySQL applies it to read-only SELECTs, which is where the
-/// caller asks.
-pub fn execution_deadline(conn: &Conn<'_>) -> Option<std::time::Instant> {
+/// When a SELECT starting now must stop: the earlier of MySQL's
+/// `max_execution_time` (ms from now; MySQL applies it to read-only
+/// SELECTs, which is where the caller asks) and MariaDB's
+/// `max_statement_time` ([`statement_deadline`]).
+pub fn execution_deadline(conn: &Conn<'_>) -> Option<Deadline> {
     let ms = conn.session.vars.hot().max_execution_time_ms;
-    (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms))
+    let select = (ms > 0).then(|| Deadline {
+        at: Instant::now() + Duration::from_millis(ms),
+        limit: TimeLimit::ExecutionTime,
+    });
+    match (select, statement_deadline(conn)) {
+        (Some(a), Some(b)) => Some(if a.at <= b.at { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// When the running statement must stop by MariaDB's
+/// `max_statement_time` (seconds from the statement's start, 0: never),
+/// for any statement: 1969.
+pub fn statement_deadline(conn: &Conn<'_>) -> Option<Deadline> {
+    let us = conn.session.vars.hot().max_statement_time_us;
+    (us > 0).then(|| Deadline {
+        at: conn.statement_started + Duration::from_micros(us),
+        limit: TimeLimit::StatementTime,
+    })
 }
 
 /// The session's time zone in seconds east of UTC. `SYSTEM` is the SQL
@@ -2519,7 +2547,7 @@ fn assign(
         // Modes as MySQL keeps them: upper case, each once (drivers append
         // one to `@@sql_mode` whether or not it is there).
         let mut modes: Vec<String> = Vec::new();
-        for mode in normalise(sys, value)?.split(',') {
+        for mode in normalise(sys, value)?.0.split(',') {
             let mode = mode.trim().to_ascii_uppercase();
             if !mode.is_empty() && !modes.contains(&mode) {
                 modes.push(mode);
@@ -2527,7 +2555,20 @@ fn assign(
         }
         modes.join(",")
     } else {
-        normalise(sys, value)?
+        // The value as MariaDB shows it: a number in seconds as the
+        // double it read (`1e10` as 10000000000).
+        let given = match (sys.kind, value.as_deref().map(str::parse::<f64>)) {
+            (Kind::Seconds, Some(Ok(secs))) => secs.to_string(),
+            _ => value.clone().unwrap_or_default(),
+        };
+        let (value, clamped) = normalise(sys, value)?;
+        if clamped {
+            conn.session.warn(
+                codes::TRUNCATED_WRONG_VALUE,
+                format!("Truncated incorrect {} value: '{given}'", sys.name),
+            );
+        }
+        value
     };
     if name.starts_with("character_set_") && name != "character_set_system" {
         check_charset(&value.to_ascii_lowercase())?;
@@ -3121,18 +3162,22 @@ mod tests {
     #[test]
     fn values_are_checked_and_normalised_per_kind() {
         let ac = sys_var("autocommit").unwrap();
-        assert_eq!(normalise(ac, Some("1".into())).unwrap(), "ON");
-        assert_eq!(normalise(ac, Some("off".into())).unwrap(), "OFF");
-        assert_eq!(normalise(ac, None).unwrap(), "ON");
+        assert_eq!(normalise(ac, Some("1".into())).unwrap().0, "ON");
+        assert_eq!(normalise(ac, Some("off".into())).unwrap().0, "OFF");
+        assert_eq!(normalise(ac, None).unwrap().0, "ON");
         assert_eq!(
             normalise(ac, Some("2".into())).unwrap_err().code,
             codes::WRONG_VALUE_FOR_VAR
         );
         let inc = sys_var("auto_increment_increment").unwrap();
-        assert_eq!(normalise(inc, Some("7".into())).unwrap(), "7");
         assert_eq!(
-            normalise(inc, Some("0".into())).unwrap_err().code,
-            codes::WRONG_VALUE_FOR_VAR
+            normalise(inc, Some("7".into())).unwrap(),
+            ("7".into(), false)
+        );
+        // Out of range: the nearest bound, as MariaDB's (with 1292).
+        assert_eq!(
+            normalise(inc, Some("0".into())).unwrap(),
+            ("1".into(), true)
         );
         assert_eq!(
             normalise(inc, Some("x".into())).unwrap_err().code,

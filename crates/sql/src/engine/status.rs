@@ -40,8 +40,9 @@ use crate::value::SqlValue;
 
 /// `long_query_time`'s default, in seconds (MySQL's).
 pub const LONG_QUERY_TIME_DEFAULT_SECS: f64 = 10.0;
-/// The largest `long_query_time`, in seconds (MySQL's: a year).
-pub const LONG_QUERY_TIME_MAX_SECS: f64 = 31_536_000.0;
+/// The largest value of a variable in seconds (`long_query_time`,
+/// `max_statement_time`), MariaDB's: a year.
+pub const SECONDS_VAR_MAX_SECS: f64 = 31_536_000.0;
 /// Longest statement text the slow log writes, in bytes (a longer one is
 /// cut there, at a character boundary).
 pub const SLOW_LOG_STATEMENT_BYTES_MAX: usize = 1 << 20;
@@ -335,8 +336,10 @@ pub fn statement_start(conn: &mut Conn<'_>, statement: &Stmt) -> Mark {
         published.com[at].bump();
     }
     conn.status.native_start = conn.native.stats().values();
+    let started = Instant::now();
+    conn.statement_started = started;
     Mark {
-        started: Instant::now(),
+        started,
         logging: conn.engine.status.slow_log.enabled.load(Ordering::Relaxed),
     }
 }
@@ -810,20 +813,21 @@ pub fn variable_set(conn: &mut Conn<'_>, name: &str, value: &str, global: bool) 
 }
 
 /// `long_query_time`'s value as MySQL shows it ("10.000000"), or 1231/1232.
-pub fn seconds_value(name: &str, value: &str) -> SqlResult<String> {
-    let secs: f64 = value.trim().parse().map_err(|_| {
-        SqlError::new(
-            codes::WRONG_TYPE_FOR_VAR,
-            format!("Incorrect argument type to variable '{name}'"),
-        )
-    })?;
-    if !(0.0..=LONG_QUERY_TIME_MAX_SECS).contains(&secs) {
-        return Err(SqlError::new(
-            codes::WRONG_VALUE_FOR_VAR,
-            format!("Variable '{name}' can't be set to the value of '{value}'"),
-        ));
-    }
-    Ok(format!("{secs:.6}"))
+pub fn seconds_value(name: &str, value: &str) -> SqlResult<(String, bool)> {
+    let secs: f64 = value
+        .trim()
+        .parse()
+        .ok()
+        .filter(|s: &f64| !s.is_nan())
+        .ok_or_else(|| {
+            SqlError::new(
+                codes::WRONG_TYPE_FOR_VAR,
+                format!("Incorrect argument type to variable '{name}'"),
+            )
+        })?;
+    // Out of range: the nearest bound, as MariaDB's (with 1292).
+    let clamped = secs.clamp(0.0, SECONDS_VAR_MAX_SECS);
+    Ok((format!("{clamped:.6}"), clamped != secs))
 }
 
 // ---- the slow query log ----
@@ -1146,10 +1150,18 @@ mod tests {
     #[test]
     fn long_query_time_reads_as_mysql_shows_it() {
         assert_eq!(
-            seconds_value("long_query_time", "0.5").as_deref(),
-            Ok("0.500000")
+            seconds_value("long_query_time", "0.5").unwrap(),
+            ("0.500000".into(), false)
         );
-        assert!(seconds_value("long_query_time", "-1").is_err());
+        // Out of range: the nearest bound, as MariaDB's (with 1292).
+        assert_eq!(
+            seconds_value("long_query_time", "-1").unwrap(),
+            ("0.000000".into(), true)
+        );
+        assert_eq!(
+            seconds_value("long_query_time", "1e10").unwrap(),
+            ("31536000.000000".into(), true)
+        );
         assert!(seconds_value("long_query_time", "x").is_err());
     }
 }

@@ -34,6 +34,7 @@ use super::{fetch, OPS_PER_EXECUTE_MAX};
 use crate::engine::catalog::{meta, SqlType, TableInfo};
 use crate::engine::expr::{CmpOp, Ctx, Expr, InList, Val};
 use crate::engine::foreign::{children_of, column_positions, no_parent, parent_key, referenced};
+use crate::engine::session::statement_deadline;
 use crate::engine::{catalog, plan, txn, Conn};
 use crate::error::{codes, SqlError, SqlResult};
 
@@ -654,7 +655,14 @@ pub(crate) fn check_existing(conn: &mut Conn<'_>, probe: TableInfo) -> SqlResult
     let probe = Arc::new(probe);
     let environment = super::env(conn);
     let info = Arc::clone(&conn.info);
-    let mut ctx = super::write::write_ctx(&[], &environment, &info.query_killed, false, false);
+    let mut ctx = super::write::write_ctx(
+        &[],
+        &environment,
+        &info.query_killed,
+        statement_deadline(conn),
+        false,
+        false,
+    );
     let tx = conn.native.begin().map_err(|e| txn::native_error(&e))?;
     let result = (|| {
         let rows = fetch(

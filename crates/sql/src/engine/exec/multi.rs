@@ -38,6 +38,7 @@ use crate::engine::catalog::TableInfo;
 use crate::engine::expr::{name_parts, Ctx, Expr, SubTest, Val};
 use crate::engine::plan;
 use crate::engine::plan::join::{JoinSpec, JoinTable};
+use crate::engine::session::statement_deadline;
 use crate::engine::{txn, Answered, Conn};
 use crate::error::{codes, SqlError, SqlResult};
 
@@ -521,7 +522,14 @@ pub(super) fn update(
     // duplicate a unique key is left as it is.
     let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
     let strict = conn.session.sql_mode_strict() && !ignore;
-    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
+    let mut ctx = write_ctx(
+        params,
+        &environment,
+        &info.query_killed,
+        statement_deadline(conn),
+        strict,
+        ignore,
+    );
     let late = fold_late(&spec, late, &mut ctx)?;
     let tx = txn::take(conn)?;
     let after = Targets {
@@ -764,7 +772,14 @@ fn first_error_in_target_order(
 ) -> Option<Replayed> {
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
-    let mut ctx = write_ctx(params, &environment, &info.query_killed, true, false);
+    let mut ctx = write_ctx(
+        params,
+        &environment,
+        &info.query_killed,
+        statement_deadline(conn),
+        true,
+        false,
+    );
     let ctx = &mut ctx;
     let limit = limit_of(ran.limit, ctx).ok()?;
     // A constant's warning comes first: MariaDB's multi-table UPDATE is
@@ -1091,7 +1106,14 @@ pub(super) fn delete(
     // DELETE IGNORE: the WHERE's errors are warnings.
     let ignore = crate::engine::session::delete_ignore(del);
     let strict = conn.session.sql_mode_strict() && !ignore;
-    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
+    let mut ctx = write_ctx(
+        params,
+        &environment,
+        &info.query_killed,
+        statement_deadline(conn),
+        strict,
+        ignore,
+    );
     let late = fold_late(&spec, late, &mut ctx)?;
     let tx = txn::take(conn)?;
     let after = Targets {

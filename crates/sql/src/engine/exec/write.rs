@@ -16,6 +16,7 @@ use crate::engine::catalog::{self, TableInfo};
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{CastTo, Ctx, Expr, Val};
 use crate::engine::plan;
+use crate::engine::session::statement_deadline;
 use crate::engine::{txn, Answered, Conn};
 use crate::error::{codes, SqlError, SqlResult};
 
@@ -2707,17 +2708,20 @@ pub(super) fn has_unique(def: &schema::TableDef) -> bool {
 }
 
 /// The evaluation context of an UPDATE or DELETE: KILL QUERY (`killed`)
-/// ends its loops, `strict` makes a warning its error, `ignore` (IGNORE)
-/// stores what does not fit as a non-strict mode would.
+/// and `max_statement_time` (`deadline`) end its loops, `strict` makes a
+/// warning its error, `ignore` (IGNORE) stores what does not fit as a
+/// non-strict mode would.
 pub(crate) fn write_ctx<'a>(
     params: &'a [Val],
     env: &'a crate::engine::expr::Env,
     killed: &'a std::sync::atomic::AtomicBool,
+    deadline: Option<crate::engine::expr::eval::Deadline>,
     strict: bool,
     ignore: bool,
 ) -> Ctx<'a> {
     let mut ctx = Ctx::new(params, env);
     ctx.killed = Some(killed);
+    ctx.deadline = deadline;
     ctx.strict = strict;
     ctx.ignore = ignore;
     ctx
@@ -3503,7 +3507,14 @@ fn update(
     let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
-    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
+    let mut ctx = write_ctx(
+        params,
+        &environment,
+        &info.query_killed,
+        statement_deadline(conn),
+        strict,
+        ignore,
+    );
     let assignments: Vec<(usize, Expr)> = assignments
         .into_iter()
         .map(
@@ -3768,7 +3779,14 @@ fn delete(
     let ignore = crate::engine::session::delete_ignore(del);
     let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
-    let mut ctx = write_ctx(params, &environment, &info.query_killed, strict, ignore);
+    let mut ctx = write_ctx(
+        params,
+        &environment,
+        &info.query_killed,
+        statement_deadline(conn),
+        strict,
+        ignore,
+    );
     let evaluated = match fetch_targets(&tx, &table, &mut targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
         Ok((rows, limit, ..)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {

@@ -20,12 +20,38 @@ use crate::value::{Date, Time};
 /// Rows between two reads of the clock for `max_execution_time`.
 pub const DEADLINE_CHECK_ROWS: u32 = 256;
 
-/// MySQL's 3024: a SELECT ran past `max_execution_time`.
-pub fn timed_out() -> SqlError {
-    SqlError::new(
-        3024,
-        "Query execution was interrupted, maximum statement execution time exceeded",
-    )
+/// A statement's time limit and when it runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    pub at: Instant,
+    pub limit: TimeLimit,
+}
+
+/// Which variable a statement's deadline comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeLimit {
+    /// MySQL's `max_execution_time` (a SELECT's): 3024, and an
+    /// interrupted SLEEP returns 1.
+    ExecutionTime,
+    /// MariaDB's `max_statement_time` (any statement's): 1969, and an
+    /// interrupted SLEEP fails the statement.
+    StatementTime,
+}
+
+impl Deadline {
+    /// The error of a statement stopped by it.
+    pub fn error(self) -> SqlError {
+        match self.limit {
+            TimeLimit::ExecutionTime => SqlError::new(
+                codes::QUERY_TIMEOUT,
+                "Query execution was interrupted, maximum statement execution time exceeded",
+            ),
+            TimeLimit::StatementTime => SqlError::new(
+                codes::STATEMENT_TIMEOUT,
+                "Query execution was interrupted (max_statement_time exceeded)",
+            ),
+        }
+    }
 }
 
 /// What an evaluation reads besides the row, and the warnings it leaves.
@@ -44,8 +70,9 @@ pub struct Ctx<'a> {
     pub warnings: Vec<(u16, String)>,
     /// Set by `KILL QUERY`: long loops stop with 1317.
     pub killed: Option<&'a AtomicBool>,
-    /// When `max_execution_time` runs out: long loops stop with 3024.
-    pub deadline: Option<Instant>,
+    /// When `max_execution_time` (3024) or `max_statement_time` (1969)
+    /// runs out: long loops stop with its error.
+    pub deadline: Option<Deadline>,
     /// Calls of [`Ctx::check_killed`] since the clock was last read.
     pub checks: Cell<u32>,
     /// The deadline was seen passed (by a wait such as `SLEEP`): the next
@@ -256,15 +283,16 @@ impl<'a> Ctx<'a> {
     /// Whether `KILL QUERY` or the deadline stopped the statement (reads
     /// the clock on every call: for loops that wait, not per row).
     pub fn interrupted(&self) -> bool {
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.deadline.is_some_and(|d| Instant::now() >= d.at) {
             self.expired.set(true);
         }
         self.expired.get() || self.killed.is_some_and(|k| k.load(AtomicOrdering::Relaxed))
     }
 
     /// 1317 when `KILL QUERY` asked the statement to stop.
-    /// 3024 when the statement's `max_execution_time` ran out (the clock
-    /// is read once per [`DEADLINE_CHECK_ROWS`] calls).
+    /// 3024 or 1969 when the statement's `max_execution_time` or
+    /// `max_statement_time` ran out (the clock is read once per
+    /// [`DEADLINE_CHECK_ROWS`] calls).
     pub fn check_killed(&self) -> SqlResult<()> {
         if let Some(k) = self.killed {
             if k.load(AtomicOrdering::Relaxed) {
@@ -278,9 +306,9 @@ impl<'a> Ctx<'a> {
             let n = self.checks.get().wrapping_add(1);
             self.checks.set(n);
             if self.expired.get()
-                || (n.is_multiple_of(DEADLINE_CHECK_ROWS) && Instant::now() >= deadline)
+                || (n.is_multiple_of(DEADLINE_CHECK_ROWS) && Instant::now() >= deadline.at)
             {
-                return Err(timed_out());
+                return Err(deadline.error());
             }
         }
         Ok(())

@@ -3,7 +3,7 @@
 use schema::Collation;
 
 use super::eval::{
-    alternatives_kind, calendar_datetime, compare, fuzzy_datetime, to_datetime, Ctx,
+    alternatives_kind, calendar_datetime, compare, fuzzy_datetime, to_datetime, Ctx, TimeLimit,
 };
 use super::value::{
     self, datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
@@ -2460,10 +2460,17 @@ impl Func {
             F::Sleep => {
                 let secs = ctx.num_f64(&v[0]).clamp(0.0, SLEEP_SECONDS_MAX);
                 let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
-                // Interrupted (KILL QUERY, the deadline), SLEEP returns 1
-                // as MySQL's; the statement's next check stops it.
+                // Interrupted (KILL QUERY, `max_execution_time`), SLEEP
+                // returns 1 as MySQL's, and the statement's next check
+                // stops it; MariaDB's `max_statement_time` fails it here.
                 loop {
                     if ctx.interrupted() {
+                        if let Some(d) = ctx
+                            .deadline
+                            .filter(|d| d.limit == TimeLimit::StatementTime && ctx.expired.get())
+                        {
+                            return Err(d.error());
+                        }
                         return Ok(Val::Int(1));
                     }
                     let now = std::time::Instant::now();
