@@ -191,6 +191,8 @@ pub mod codes {
     pub const MALFORMED_PACKET: u16 = 1835;
     pub const QUERY_TIMEOUT: u16 = 3024;
     pub const STATEMENT_TIMEOUT: u16 = 1969;
+    pub const UNKNOWN_LOCALE: u16 = 1649;
+    pub const WRONG_VALUE_FOR_TYPE: u16 = 1411;
     pub const UNKNOWN_STORAGE_ENGINE: u16 = 1286;
     pub const WARN_USING_OTHER_HANDLER: u16 = 1266;
     pub const DIVISION_BY_ZERO: u16 = 1365;

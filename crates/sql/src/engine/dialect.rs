@@ -119,6 +119,10 @@ impl Dialect for SkarvDialect {
                     Keyword::EXTRACT => extract_compound,
                     Keyword::INTERVAL => interval_function,
                     Keyword::ROW => row_constructor,
+                    Keyword::CHAR => char_using,
+                    Keyword::NoKeyword if w.value.eq_ignore_ascii_case("GET_FORMAT") => {
+                        get_format_of_kind
+                    }
                     _ => return None,
                 };
                 match parser.maybe_parse(form) {
@@ -551,6 +555,48 @@ fn is_interval_unit(word: &str) -> bool {
         || EXTRACT_COMPOUND_UNITS
             .iter()
             .any(|u| u.eq_ignore_ascii_case(word))
+}
+
+/// `CHAR(n, … USING charset)`: the bytes of `CHAR(n, …)` read in that
+/// character set, `CONVERT(CHAR(n, …) USING charset)` (the parser takes
+/// no USING inside CHAR).
+fn char_using(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.expect_keyword(Keyword::CHAR)?;
+    parser.expect_token(&Token::LParen)?;
+    let args = parser.parse_comma_separated(Parser::parse_expr)?;
+    parser.expect_keyword(Keyword::USING)?;
+    let charset = parser.parse_object_name(false)?;
+    parser.expect_token(&Token::RParen)?;
+    let args = args.iter().collect::<Vec<_>>();
+    Ok(Expr::Convert {
+        is_try: false,
+        expr: Box::new(crate::engine::expr::ast_call("CHAR", args)),
+        data_type: None,
+        charset: Some(charset),
+        target_before_value: false,
+        styles: Vec::new(),
+    })
+}
+
+/// `GET_FORMAT(DATE | TIME | DATETIME | TIMESTAMP, standard)`: the kind
+/// a keyword, which the call takes as its name in a string.
+fn get_format_of_kind(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.next_token();
+    parser.expect_token(&Token::LParen)?;
+    let kind = parser.expect_one_of_keywords(&[
+        Keyword::DATE,
+        Keyword::TIME,
+        Keyword::DATETIME,
+        Keyword::TIMESTAMP,
+    ])?;
+    parser.expect_token(&Token::Comma)?;
+    let standard = parser.parse_expr()?;
+    parser.expect_token(&Token::RParen)?;
+    let kind = Expr::Value(sqlparser::ast::Value::SingleQuotedString(format!("{kind:?}")).into());
+    Ok(crate::engine::expr::ast_call(
+        "GET_FORMAT",
+        vec![&kind, &standard],
+    ))
 }
 
 /// `ROW(a, b)`: the row `(a, b)`.

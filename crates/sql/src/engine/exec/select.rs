@@ -938,9 +938,12 @@ fn plan_select(
                 }
                 ast::SelectItem::UnnamedExpr(e) => {
                     let mut lowered = scope.lower(e)?;
-                    let name = written
-                        .as_ref()
-                        .and_then(|w| w.get(items.len()).cloned().flatten())
+                    let name = expr::name_const_name(e)
+                        .or_else(|| {
+                            written
+                                .as_ref()
+                                .and_then(|w| w.get(items.len()).cloned().flatten())
+                        })
                         .unwrap_or_else(|| expr::item_name(e, &sql_text));
                     expr::name_cast(&mut lowered, &name);
                     metas.push(scope.meta(&lowered, &name));

@@ -155,6 +155,10 @@ fn one_window(w: &WinSpec, inputs: &[Input], ctx: &mut Ctx<'_>) -> SqlResult<Vec
             last: &peer_last,
         };
         let mut running: Option<(usize, usize, AggState)> = None;
+        let percentile = match w.func {
+            WinFn::PercentileCont | WinFn::PercentileDisc => percentile(w, part, inputs, ctx),
+            _ => Val::Null,
+        };
         for j in 0..part.len() {
             ctx.check_killed()?;
             let len = part.len();
@@ -199,6 +203,7 @@ fn one_window(w: &WinSpec, inputs: &[Input], ctx: &mut Ctx<'_>) -> SqlResult<Vec
                         }
                     }
                 }
+                WinFn::PercentileCont | WinFn::PercentileDisc => percentile.clone(),
                 WinFn::Agg => {
                     let spec = w
                         .agg
@@ -229,6 +234,33 @@ fn one_window(w: &WinSpec, inputs: &[Input], ctx: &mut Ctx<'_>) -> SqlResult<Vec
         start = end;
     }
     Ok(values)
+}
+
+/// PERCENTILE_CONT's or PERCENTILE_DISC's value over a partition, its
+/// rows in the order of x (the window's one ORDER BY key), NULLs left
+/// out: CONT interpolates between the values around position p·(n − 1),
+/// as MariaDB's; DISC is the first value whose cumulative distribution
+/// k/n reaches p.
+fn percentile(w: &WinSpec, part: &[usize], inputs: &[Input], ctx: &mut Ctx<'_>) -> Val {
+    let xs: Vec<&Val> = part
+        .iter()
+        .map(|&i| &inputs[i].order[0])
+        .filter(|v| !v.is_null())
+        .collect();
+    let n = xs.len();
+    if n == 0 {
+        return Val::Null;
+    }
+    if w.func == WinFn::PercentileCont {
+        let at = w.fraction * (n - 1) as f64;
+        let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+        let (a, b) = (ctx.num_f64(xs[lo]), ctx.num_f64(xs[hi]));
+        return Val::Double(a + (at - lo as f64) * (b - a));
+    }
+    let k = (1..=n)
+        .find(|k| *k as f64 / n as f64 >= w.fraction)
+        .unwrap_or(n);
+    xs[k - 1].clone()
 }
 
 /// A partition's peer groups: each position's first and last peer.

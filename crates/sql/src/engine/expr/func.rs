@@ -218,6 +218,17 @@ pub enum Func {
     RegexpReplace,
     Format,
     Conv,
+    /// MariaDB's CHR(n): CHAR(n USING utf8mb4), NULL with 1300 where its
+    /// bytes are no UTF-8.
+    Chr,
+    /// CONVERT(bytes USING latin1): latin1's characters of the bytes, as
+    /// the UTF-8 text Skarv holds.
+    Latin1Text,
+    /// BENCHMARK(n, expr): expr evaluated n times, 0.
+    Benchmark,
+    /// GET_FORMAT(DATE | TIME | DATETIME | TIMESTAMP, 'USA' | …): the
+    /// dialect makes the keyword a string.
+    GetFormat,
     /// STRCMP: the collation its two strings compare under (the one they
     /// meet in; None: bytes), utf8mb4_general_ci until the lowering has
     /// its arguments.
@@ -481,7 +492,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "REGEXP_LIKE" => (F::RegexpLike, 2, 3),
         "REGEXP_REPLACE" => (F::RegexpReplace, 3, 3),
         // FORMAT(x, d, locale): en_US only (the third is not taken yet).
-        "FORMAT" => (F::Format, 2, 2),
+        "FORMAT" => (F::Format, 2, 3),
         "CONV" => (F::Conv, 3, 3),
         "BIN" => {
             arity(name, &args, 1, 1)?;
@@ -497,6 +508,9 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         }
         "STRCMP" => (F::Strcmp(Some(Collation::Utf8mb4GeneralCi)), 2, 2),
         "CHAR" => (F::Char, 1, usize::MAX),
+        "CHR" => (F::Chr, 1, 1),
+        "BENCHMARK" => (F::Benchmark, 2, 2),
+        "GET_FORMAT" => (F::GetFormat, 2, 2),
         "TIME_TO_SEC" => (F::TimeToSec, 1, 1),
         "SEC_TO_TIME" => (F::SecToTime, 1, 1),
         "TIMEDIFF" => (F::TimeDiff, 2, 2),
@@ -530,6 +544,18 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         },
     };
     arity(name, &args, min, max)?;
+    // CHAR(0x41) reads a hex or bit literal as its number, as MariaDB's
+    // (its `x'41'` reads as 0 there: a difference, docs/sql.md).
+    let args = match f {
+        F::Char | F::Chr => args
+            .into_iter()
+            .map(|a| match a {
+                a @ Expr::Func(F::BinaryLiteral, _) => super::bit_literal_number(a),
+                a => a,
+            })
+            .collect(),
+        _ => args,
+    };
     Ok(Expr::Func(f, args))
 }
 
@@ -586,6 +612,9 @@ pub const SLEEP_SLICE_MS: u64 = 10;
 /// of a DECIMAL are a DECIMAL rather than a BIGINT (its
 /// `DECIMAL_LONGLONG_DIGITS` less 2).
 pub const INT_VAL_DECIMAL_LENGTH_MIN: u32 = 20;
+
+/// GET_FORMAT's result column, in characters (MariaDB's VARCHAR(17)).
+pub const GET_FORMAT_CHARS: u32 = 17;
 
 /// Seconds `SLEEP` may be asked to wait (a year; more is taken as this).
 pub const SLEEP_SECONDS_MAX: f64 = 365.0 * 86_400.0;
@@ -656,7 +685,10 @@ impl Func {
             | F::RandomBytes => Kind::Str { collation: None },
             F::LastValue => arg(args.len().saturating_sub(1)),
             F::IntervalIndex => Kind::Int { unsigned: false },
-            F::RegexpReplace | F::Format | F::Conv => text_kind(),
+            F::RegexpReplace | F::Format | F::Conv | F::Chr | F::GetFormat | F::Latin1Text => {
+                text_kind()
+            }
+            F::Benchmark => Kind::Int { unsigned: false },
             F::SecToTime | F::TimeDiff => Kind::Time { fsp: 0 },
             F::MakeDate => Kind::Date,
             F::Timestamp => match (arg(0), literal_fsp(args)) {
@@ -996,6 +1028,7 @@ impl Func {
                 | Func::IsFreeLock
                 | Func::IsUsedLock
                 | Func::RandomBytes
+                | Func::Benchmark
         )
     }
 
@@ -1116,6 +1149,9 @@ impl Func {
                 }
             }
             Func::Char => (args.len() as u32).saturating_mul(4),
+            Func::Chr => 4,
+            Func::Latin1Text => chars(0),
+            Func::GetFormat => GET_FORMAT_CHARS,
             Func::Sha2 => match constant(1).map(|n| n as i64) {
                 Some(224) => 56,
                 Some(0 | 256) => 64,
@@ -1226,6 +1262,33 @@ impl Func {
                     }
                 }
                 return Ok(Val::Null);
+            }
+            // BENCHMARK(n, expr): expr n times (each its own evaluation),
+            // then 0. KILL QUERY stops it with 1317; past a deadline it
+            // stops and gives its 0, as MariaDB's does.
+            F::Benchmark => {
+                let n = args[0].eval(row, ctx)?;
+                if n.is_null() {
+                    return Ok(Val::Null);
+                }
+                let n = ctx.num_i64(&n);
+                if n < 0 {
+                    ctx.warn(
+                        crate::error::codes::WRONG_VALUE_FOR_TYPE,
+                        format!("Incorrect count value: '{n}' for function benchmark"),
+                    );
+                    return Ok(Val::Null);
+                }
+                for _ in 0..n {
+                    args[1].eval(row, ctx)?;
+                    if let Err(e) = ctx.check_killed() {
+                        if e.code == crate::error::codes::QUERY_INTERRUPTED {
+                            return Err(e);
+                        }
+                        break;
+                    }
+                }
+                return Ok(Val::Int(0));
             }
             // NULLIF(NULL, y) is NULL without y, as MariaDB's comparison.
             F::NullIf => {
@@ -1385,6 +1448,29 @@ impl Func {
             | F::Elt
             | F::EltNumber => Val::Null,
             F::NullIf => unreachable!("NULLIF is evaluated lazily above"),
+            F::Benchmark => unreachable!("BENCHMARK is evaluated lazily above"),
+            F::Chr => {
+                if null_in {
+                    return Ok(Val::Null);
+                }
+                let bytes = char_bytes(&v, ctx);
+                match std::str::from_utf8(&bytes) {
+                    Ok(_) => Val::Str(bytes),
+                    Err(e) => {
+                        let e = SqlError::invalid_utf8mb4(&bytes, e.valid_up_to());
+                        ctx.warn(e.code, e.message);
+                        Val::Null
+                    }
+                }
+            }
+            F::Latin1Text => match &v[0] {
+                Val::Str(bytes) => Val::str(crate::protocol::latin1::decode(bytes)),
+                other => other.clone(),
+            },
+            F::GetFormat => match get_format(&s(0), &s(1)) {
+                Some(format) if !null_in => Val::str(format),
+                _ => Val::Null,
+            },
             F::Concat => {
                 if null_in {
                     return Ok(Val::Null);
@@ -1478,20 +1564,7 @@ impl Func {
                 Some(locks) => Val::UInt(locks.release_all(ctx.env.connection_id)),
                 None => Val::Null,
             },
-            F::Char => {
-                // Each integer's bytes, most significant first; NULLs left out.
-                let mut out = Vec::new();
-                for x in &v {
-                    if x.is_null() {
-                        continue;
-                    }
-                    let n = ctx.num_i64(x) as u64 as u32;
-                    let bytes = n.to_be_bytes();
-                    let first = bytes.iter().position(|b| *b != 0).unwrap_or(3);
-                    out.extend_from_slice(&bytes[first..]);
-                }
-                Val::Str(out)
-            }
+            F::Char => Val::Str(char_bytes(&v, ctx)),
             F::Rand => Val::Double(random_unit()),
             F::RandSeeded => {
                 let site = ctx.num_i64(&v[1]) as u64;
@@ -1588,7 +1661,8 @@ impl Func {
                     })
                 }
             },
-            _ if null_in && !matches!(self, F::Greatest(_) | F::Least(_)) => Val::Null,
+            // FORMAT's NULL locale is an unknown one (below).
+            _ if null_in && !matches!(self, F::Greatest(_) | F::Least(_) | F::Format) => Val::Null,
             F::Md5 => {
                 use md5::Digest;
                 Val::str(hex_lower(&md5::Md5::digest(bytes(&v[0]))))
@@ -1799,6 +1873,33 @@ impl Func {
                 Val::str(replaced)
             }
             F::Format => {
+                if v[0].is_null() || v[1].is_null() {
+                    return Ok(Val::Null);
+                }
+                let locale = match v.get(2) {
+                    None => super::locale::EN_US,
+                    Some(locale) => {
+                        let name = if locale.is_null() {
+                            "NULL".into()
+                        } else {
+                            s(2)
+                        };
+                        if name.eq_ignore_ascii_case("sr_YU") {
+                            ctx.warn(
+                                crate::error::codes::WARN_DEPRECATED_SYNTAX,
+                                "'sr_YU' is deprecated and will be removed in a future release. \
+                                 Please use sr_RS instead",
+                            );
+                        }
+                        super::locale::number_format(&name).unwrap_or_else(|| {
+                            ctx.warn(
+                                crate::error::codes::UNKNOWN_LOCALE,
+                                format!("Unknown locale: '{name}'"),
+                            );
+                            super::locale::EN_US
+                        })
+                    }
+                };
                 let digits = ctx.num_i64(&v[1]).clamp(0, 30);
                 let rounded = round(&v[0], digits, false, ctx)?;
                 let mut text = match rounded {
@@ -1816,7 +1917,7 @@ impl Func {
                     '0',
                     (digits as usize).saturating_sub(have),
                 ));
-                Val::str(group_thousands(&text))
+                Val::Str(super::locale::group(&text, locale))
             }
             F::Conv => {
                 let (from, to) = (ctx.num_i64(&v[1]), ctx.num_i64(&v[2]));
@@ -3468,27 +3569,45 @@ fn time_prefix(v: &Val) -> Option<i64> {
     super::value::parse_time(&text[..digits])
 }
 
-/// `1234567.89` as `1,234,567.89` (FORMAT's en_US grouping).
-fn group_thousands(text: &str) -> String {
-    let (sign, rest) = match text.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", text),
-    };
-    let (int, frac) = match rest.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (rest, None),
-    };
-    let mut grouped = String::with_capacity(text.len() + int.len() / 3);
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
+/// CHAR(n, …)'s bytes: each integer's, most significant first (four at
+/// most); NULLs left out.
+fn char_bytes(v: &[Val], ctx: &mut Ctx<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for x in v {
+        if x.is_null() {
+            continue;
         }
-        grouped.push(c);
+        let n = ctx.num_i64(x) as u64 as u32;
+        let bytes = n.to_be_bytes();
+        let first = bytes.iter().position(|b| *b != 0).unwrap_or(3);
+        out.extend_from_slice(&bytes[first..]);
     }
-    match frac {
-        Some(f) => format!("{sign}{grouped}.{f}"),
-        None => format!("{sign}{grouped}"),
-    }
+    out
+}
+
+/// GET_FORMAT's formats, MySQL's: for DATE, DATETIME (and TIMESTAMP) or
+/// TIME, then USA, JIS, ISO, EUR or INTERNAL, in any case.
+fn get_format(kind: &str, standard: &str) -> Option<&'static str> {
+    const STANDARDS: [&str; 5] = ["USA", "JIS", "ISO", "EUR", "INTERNAL"];
+    const DATE: [&str; 5] = ["%m.%d.%Y", "%Y-%m-%d", "%Y-%m-%d", "%d.%m.%Y", "%Y%m%d"];
+    const DATETIME: [&str; 5] = [
+        "%Y-%m-%d %H.%i.%s",
+        "%Y-%m-%d %H:%i:%s",
+        "%Y-%m-%d %H:%i:%s",
+        "%Y-%m-%d %H.%i.%s",
+        "%Y%m%d%H%i%s",
+    ];
+    const TIME: [&str; 5] = ["%h:%i:%s %p", "%H:%i:%s", "%H:%i:%s", "%H.%i.%s", "%H%i%s"];
+    let at = STANDARDS
+        .iter()
+        .position(|s| s.eq_ignore_ascii_case(standard))?;
+    let formats = match kind.to_ascii_uppercase().as_str() {
+        "DATE" => DATE,
+        "DATETIME" | "TIMESTAMP" => DATETIME,
+        "TIME" => TIME,
+        _ => return None,
+    };
+    Some(formats[at])
 }
 
 /// `CONV(text, from, to)`: the number `text` in base `from` (2 to 36; the

@@ -10,6 +10,7 @@ mod case_table;
 pub mod eval;
 mod func;
 pub mod json;
+mod locale;
 pub mod value;
 pub mod window;
 
@@ -1305,6 +1306,13 @@ impl<'a> Scope<'a> {
                             e
                         }
                     }
+                    // latin1's characters of bytes, in the UTF-8 Skarv holds.
+                    Some(cs)
+                        if cs.to_string().eq_ignore_ascii_case("latin1")
+                            && matches!(self.kind(&e), Kind::Str { collation: None }) =>
+                    {
+                        Expr::Func(Func::Latin1Text, vec![e])
+                    }
                     Some(_) if matches!(self.kind(&e), Kind::Str { collation: None }) => {
                         Expr::Func(Func::Collate(Collation::Utf8mb4GeneralCi), vec![e])
                     }
@@ -2417,9 +2425,32 @@ impl<'a> Scope<'a> {
         if f.over.is_some() {
             return self.window(f, &name, &args, distinct, star);
         }
+        // MariaDB's percentiles are window functions only (its grammar
+        // has no other place for them).
+        if matches!(
+            name.as_str(),
+            "MEDIAN" | "PERCENTILE_CONT" | "PERCENTILE_DISC"
+        ) {
+            return Err(SqlError::syntax(format_args!("{name} without OVER")));
+        }
         // MySQL 8's ANY_VALUE(x) is x, exempt from ONLY_FULL_GROUP_BY
         // (which Skarv does not enforce): a grouped query's x is then any
         // row's of the group, as a bare column's is.
+        // NAME_CONST(name, value): the value, named (`item_name`); both
+        // literals, as MariaDB asks (1210 otherwise).
+        if name == "NAME_CONST" && !distinct && !star {
+            return match args.as_slice() {
+                [n, v] if is_literal(n) && is_literal(v) => self.lower(v),
+                [_, _] => Err(SqlError::new(
+                    codes::WRONG_ARGUMENTS,
+                    "Incorrect arguments to NAME_CONST",
+                )),
+                _ => Err(SqlError::new(
+                    1582,
+                    "Incorrect parameter count in the call to native function 'NAME_CONST'",
+                )),
+            };
+        }
         if name == "ANY_VALUE" && !distinct && !star {
             return match args.as_slice() {
                 [x] => self.lower(x),
@@ -3647,6 +3678,12 @@ impl<'a> Scope<'a> {
                 }
             }
             Expr::Neg(a) => self.decimal_digits(a),
+            // A value of another row (FIRST_VALUE, LAG, PERCENTILE_DISC…):
+            // its argument's.
+            Expr::Win(i) => match self.windows.as_ref().and_then(|w| w.get(*i)) {
+                Some(w) if w.func.is_row_value() => self.decimal_digits(w.args.first()?),
+                _ => None,
+            },
             // An integer's: its length less a sign, as MariaDB's generic
             // precision of an integer result (`ABS(11)` is 2 long and signed,
             // so of 1 digit: `ABS(11) % 2` is 2 long, `11 % 2` 3).
@@ -4132,6 +4169,7 @@ impl Scope<'_> {
                 Some(w) if w.func.is_row_value() => {
                     w.args.first().map_or(computed, |a| self.display_chars(a))
                 }
+                Some(w) if w.func == WinFn::PercentileCont => window::PERCENTILE_CONT_LENGTH,
                 _ => computed,
             },
             _ => computed,
@@ -4318,6 +4356,7 @@ impl Scope<'_> {
                 let window = self.windows.as_ref().and_then(|w| w.get(*i));
                 match window {
                     Some(w) if w.agg.is_some() => w.agg.as_ref().map_or(by_kind, of_agg),
+                    Some(w) if w.func == WinFn::PercentileCont => window::PERCENTILE_CONT_DECIMALS,
                     // A value of another row keeps its expression's
                     // decimals (`LAG(x / 3 + '1')` shows 4), as MariaDB
                     // types it by its argument.
@@ -4815,7 +4854,7 @@ pub(crate) fn as_number_literal(written: &ast::Expr, value: Expr) -> Expr {
 }
 
 /// A lowered bit-value literal as its number (its bytes, big-endian).
-fn bit_literal_number(e: Expr) -> Expr {
+pub(super) fn bit_literal_number(e: Expr) -> Expr {
     match e {
         Expr::Func(Func::BinaryLiteral, mut args) if args.len() == 1 => {
             bit_literal_number(args.swap_remove(0))
@@ -4979,8 +5018,51 @@ fn fixed_cast(m: u64, d: i64, arg: &ast::Expr) -> SqlResult<CastTo> {
     }))
 }
 
-/// The name MySQL gives an unaliased select item: its text as written.
+/// Whether an expression is a literal as NAME_CONST takes one: a value,
+/// a signed number, a typed literal (`DATE '…'`).
+fn is_literal(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Value(_) | ast::Expr::TypedString { .. } => true,
+        ast::Expr::UnaryOp { op, expr } => {
+            matches!(op, ast::UnaryOperator::Minus | ast::UnaryOperator::Plus)
+                && matches!(&**expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)))
+        }
+        _ => false,
+    }
+}
+
+/// The name `NAME_CONST(name, value)` gives its column.
+pub fn name_const_name(e: &ast::Expr) -> Option<String> {
+    let ast::Expr::Function(f) = e else {
+        return None;
+    };
+    if !f.name.to_string().eq_ignore_ascii_case("NAME_CONST") {
+        return None;
+    }
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(n)), _] = list.args.as_slice() else {
+        return None;
+    };
+    if !is_literal(n) {
+        return None;
+    }
+    Some(match n {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    })
+}
+
+/// The name MySQL gives an unaliased select item: its text as written
+/// (NAME_CONST's: its name).
 pub fn item_name(e: &ast::Expr, sql: &str) -> String {
+    if let Some(name) = name_const_name(e) {
+        return name;
+    }
     if let ast::Expr::Identifier(i) = e {
         return i.value.clone();
     }
@@ -5152,14 +5234,24 @@ pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
     let mut first: Option<usize> = None;
     let mut last_end: Option<usize> = None;
     let mut depth = 0i32;
+    // `WITHIN GROUP (ORDER BY …)` of a percentile: its GROUP ends nothing.
+    let mut after_within = false;
     let flush = |items: &mut Vec<String>, first: &mut Option<usize>, last: &mut Option<usize>| {
         if let (Some(a), Some(b)) = (first.take(), last.take()) {
             items.push(sql.get(a..b).unwrap_or_default().to_owned());
         }
     };
     for t in &tokens[start + 1..] {
+        let within = std::mem::replace(
+            &mut after_within,
+            matches!(&t.token, Token::Word(w) if w.keyword == K::WITHIN),
+        );
         match &t.token {
-            Token::Whitespace(_) => continue,
+            Token::Whitespace(_) => {
+                after_within = within;
+                continue;
+            }
+            Token::Word(w) if within && w.keyword == K::GROUP => {}
             Token::Word(w)
                 if depth == 0
                     && items.is_empty()

@@ -20,6 +20,17 @@ pub const NTILE_NOT_POSITIVE: u16 = 4024;
 pub const WRONG_WINDOW_NAME: u16 = 4009;
 /// 1235: what MariaDB does not do as a window function either.
 pub const NOT_SUPPORTED_YET: u16 = 1235;
+/// MariaDB's 4101: PERCENTILE_CONT or MEDIAN of what is no number.
+pub const PERCENTILE_NOT_NUMERIC: u16 = 4101;
+/// MariaDB's 4103: a percentile that is no constant in [0, 1].
+pub const PERCENTILE_OUT_OF_RANGE: u16 = 4103;
+/// MariaDB's 4104: a NULL percentile.
+pub const PERCENTILE_NOT_A_NUMBER: u16 = 4104;
+/// The decimals MariaDB shows PERCENTILE_CONT's DOUBLE with (its
+/// DOUBLE(18,10)).
+pub const PERCENTILE_CONT_DECIMALS: u8 = 10;
+/// PERCENTILE_CONT's display length (MariaDB's DOUBLE(18,10)).
+pub const PERCENTILE_CONT_LENGTH: u32 = 18;
 /// Largest frame or LAG/LEAD offset taken (bounds nothing but the
 /// arithmetic: a frame never reaches past its partition).
 pub const WINDOW_OFFSET_MAX: u64 = 1 << 40;
@@ -42,17 +53,30 @@ pub enum WinFn {
     LastValue,
     /// `NTH_VALUE(x, n)`.
     NthValue,
+    /// MariaDB's `PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x)` and
+    /// `MEDIAN(x)` (p 0.5): the partition's value at p, interpolated, a
+    /// DOUBLE.
+    PercentileCont,
+    /// `PERCENTILE_DISC(p) WITHIN GROUP (ORDER BY x)`: the partition's
+    /// first x whose cumulative distribution reaches p.
+    PercentileDisc,
     /// An aggregate over the frame ([`WinSpec::agg`]).
     Agg,
 }
 
 impl WinFn {
     /// A value of another row of the partition (LAG, LEAD, FIRST_VALUE,
-    /// LAST_VALUE, NTH_VALUE): typed, sized and shown as its argument.
+    /// LAST_VALUE, NTH_VALUE, PERCENTILE_DISC): typed, sized and shown as
+    /// its argument.
     pub fn is_row_value(self) -> bool {
         matches!(
             self,
-            WinFn::Lag | WinFn::Lead | WinFn::FirstValue | WinFn::LastValue | WinFn::NthValue
+            WinFn::Lag
+                | WinFn::Lead
+                | WinFn::FirstValue
+                | WinFn::LastValue
+                | WinFn::NthValue
+                | WinFn::PercentileDisc
         )
     }
 }
@@ -104,6 +128,8 @@ pub struct WinSpec {
     pub args: Vec<Expr>,
     /// LAG/LEAD's offset (negative: the other way), NTH_VALUE's n.
     pub offset: i64,
+    /// PERCENTILE_CONT's and PERCENTILE_DISC's p.
+    pub fraction: f64,
     /// The aggregate of [`WinFn::Agg`] (its argument evaluated per row).
     pub agg: Option<AggSpec>,
     pub partition: Vec<Expr>,
@@ -137,6 +163,12 @@ impl Scope<'_> {
         };
         let spec = self.window_spec(over)?;
         let agg_fn = AggFn::by_name(name, star);
+        if matches!(name, "PERCENTILE_CONT" | "PERCENTILE_DISC" | "MEDIAN") {
+            return self.percentile(f, name, args, spec);
+        }
+        if !f.within_group.is_empty() {
+            return Err(SqlError::syntax(format_args!("WITHIN GROUP of {name}")));
+        }
         let func = match name {
             _ if agg_fn.is_some() => WinFn::Agg,
             "ROW_NUMBER" => WinFn::RowNumber,
@@ -189,6 +221,7 @@ impl Scope<'_> {
             WinFn::Ntile | WinFn::FirstValue | WinFn::LastValue => 1..=1,
             WinFn::Lag | WinFn::Lead => 1..=3,
             WinFn::NthValue => 2..=2,
+            WinFn::PercentileCont | WinFn::PercentileDisc => 1..=1,
             WinFn::Agg if star => 0..=0,
             WinFn::Agg => 1..=1,
         };
@@ -251,8 +284,132 @@ impl Scope<'_> {
                 None => self.kind(&lowered[0]),
             },
             WinFn::FirstValue | WinFn::LastValue | WinFn::NthValue => self.kind(&lowered[0]),
+            WinFn::PercentileCont => Kind::Double,
+            WinFn::PercentileDisc => self.kind(&lowered[0]),
             WinFn::Agg => super::eval::agg_kind(agg.as_ref().expect("an aggregate")),
         };
+        self.push_window(func, name, lowered, offset, 0.0, agg, spec, kind)
+    }
+
+    /// MariaDB's `PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x [DESC]) OVER
+    /// (PARTITION BY …)`, `PERCENTILE_DISC(…)` and `MEDIAN(x) OVER (…)`:
+    /// the partition ordered by x (NULLs left out), p a constant in
+    /// [0, 1]; the OVER clause has no ORDER BY or frame (1064, as in
+    /// MariaDB's grammar).
+    fn percentile(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        args: &[&ast::Expr],
+        mut spec: Lowered,
+    ) -> SqlResult<Expr> {
+        let func_name = if name == "PERCENTILE_DISC" {
+            "percentile_disc"
+        } else {
+            "percentile_cont"
+        };
+        let has_frame = !matches!(
+            spec.frame,
+            Frame {
+                rows: false,
+                start: FrameBound::UnboundedPreceding,
+                end: FrameBound::UnboundedFollowing,
+            }
+        );
+        if !spec.order.is_empty() || has_frame {
+            return Err(SqlError::syntax(format_args!(
+                "ORDER BY or a frame in the OVER of {name}"
+            )));
+        }
+        let windows = self.windows.take();
+        let lowered = (|| -> SqlResult<(Expr, Expr, bool)> {
+            if name == "MEDIAN" {
+                let [x] = args else {
+                    return Err(SqlError::new(
+                        1582,
+                        "Incorrect parameter count in the call to native function 'MEDIAN'",
+                    ));
+                };
+                if !f.within_group.is_empty() {
+                    return Err(SqlError::syntax("WITHIN GROUP of MEDIAN"));
+                }
+                return Ok((Expr::Lit(super::Val::Double(0.5)), self.lower(x)?, false));
+            }
+            let ([p], [o]) = (args, f.within_group.as_slice()) else {
+                return Err(SqlError::syntax(format_args!(
+                    "{name} takes one argument and WITHIN GROUP (ORDER BY one expression)"
+                )));
+            };
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            Ok((self.lower(p)?, self.lower(&o.expr)?, desc))
+        })();
+        self.windows = windows;
+        let (p, x, desc) = lowered?;
+        let out_of_range = || {
+            SqlError::new(
+                PERCENTILE_OUT_OF_RANGE,
+                format!("Argument to the {func_name} function does not belong to the range [0,1]"),
+            )
+        };
+        if !p.is_constant() {
+            return Err(out_of_range());
+        }
+        // A constant of no column: its value needs nothing of a session.
+        let env = super::eval::Env::default();
+        let mut ctx = super::eval::Ctx::new(&[], &env);
+        let fraction = match p.eval(&[], &mut ctx)? {
+            super::Val::Null => {
+                return Err(SqlError::new(
+                    PERCENTILE_NOT_A_NUMBER,
+                    format!(
+                        "{func_name} function only accepts arguments that can be converted to numerical types"
+                    ),
+                ))
+            }
+            v => ctx.num_f64(&v),
+        };
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(out_of_range());
+        }
+        let x_kind = self.kind(&x);
+        let func = if name == "PERCENTILE_DISC" {
+            WinFn::PercentileDisc
+        } else {
+            if !matches!(
+                x_kind,
+                Kind::Int { .. } | Kind::Dec { .. } | Kind::Double | Kind::Null
+            ) {
+                return Err(SqlError::new(
+                    PERCENTILE_NOT_NUMERIC,
+                    format!("Numeric datatype is required for {func_name} function"),
+                ));
+            }
+            WinFn::PercentileCont
+        };
+        let kind = match func {
+            WinFn::PercentileCont => Kind::Double,
+            _ => x_kind,
+        };
+        // The partition in x's order: the executor reads x from the
+        // window's ORDER BY; x is its argument too, which types and sizes
+        // PERCENTILE_DISC as a value of a row.
+        spec.order = vec![(x.clone(), desc)];
+        self.push_window(func, name, vec![x], 0, fraction, None, spec, kind)
+    }
+
+    /// Records a lowered window function; the expression reads its value.
+    #[allow(clippy::too_many_arguments)]
+    fn push_window(
+        &mut self,
+        func: WinFn,
+        name: &str,
+        lowered: Vec<Expr>,
+        offset: i64,
+        fraction: f64,
+        agg: Option<AggSpec>,
+        spec: Lowered,
+        kind: Kind,
+    ) -> SqlResult<Expr> {
         let key_collation = |s: &Scope<'_>, e: &Expr| match s.kind(e) {
             Kind::Str { collation } => collation,
             _ => Some(Collation::Utf8mb4GeneralCi),
@@ -273,6 +430,7 @@ impl Scope<'_> {
             name: name.to_owned(),
             args: lowered,
             offset,
+            fraction,
             agg,
             partition: spec.partition,
             order: spec.order,
