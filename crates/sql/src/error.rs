@@ -219,6 +219,9 @@ pub mod codes {
     pub const NONUPDATEABLE_COLUMN: u16 = 1348;
     /// "The target table v of the INSERT is not insertable-into".
     pub const NON_INSERTABLE_TABLE: u16 = 1471;
+    pub const VIEW_MULTIUPDATE: u16 = 1393;
+    pub const VIEW_NO_INSERT_FIELD_LIST: u16 = 1394;
+    pub const VIEW_DELETE_MERGE_VIEW: u16 = 1395;
     /// "CHECK OPTION on non-updatable view `db`.`v`".
     pub const VIEW_NONUPD_CHECK: u16 = 1368;
     /// "CHECK OPTION failed `db`.`v`": a row written through a view

@@ -3,7 +3,7 @@
 //! MySQL's MERGE algorithm runs them.
 //!
 //! A view is updatable when its query reads one table (or one updatable
-//! view) with no DISTINCT, GROUP BY, HAVING, aggregate, window function,
+//! view), or a join of tables, with no DISTINCT, GROUP BY, HAVING, aggregate, window function,
 //! UNION, LIMIT or WITH: each of its rows is then one row of that table.
 //! The rewrite (one level per view, at most `VIEW_NESTING_MAX` as a read
 //! of views follows):
@@ -19,6 +19,11 @@
 //!   view (1348 for an expression's); an INSERT without a column list
 //!   needs every view column to be one (1471), and fills the table's other
 //!   columns with their defaults.
+//!
+//! A join view (tables joined, each a table) is written as MariaDB
+//! writes one ([`join_view`]): an UPDATE of one table's columns becomes a
+//! multi-table UPDATE of the view's join, an INSERT of one table's
+//! columns an INSERT into that table.
 //!
 //! A view WITH CHECK OPTION adds its WHERE (over the table, as it stands
 //! after the views below it) to the checks the write makes of each row it
@@ -127,15 +132,27 @@ fn verb(statement: &Statement) -> &'static str {
 
 /// A view's query taken apart for writing through it.
 struct Updatable {
-    /// The table (or view) it reads, and its alias there.
+    /// The table (or view) it reads, and its alias there (a join view's
+    /// first table).
     base: ast::ObjectName,
     base_alias: Option<ast::TableAlias>,
+    /// A join view's tables, each by the name its columns are qualified
+    /// with there (its alias, else its name), and its FROM; empty for a
+    /// view of one table.
+    joined: Vec<(String, ast::ObjectName)>,
+    from: Vec<ast::TableWithJoins>,
     /// Its columns: name, the expression over the base, and the base
-    /// column when the expression is one.
-    columns: Vec<(String, ast::Expr, Option<ast::Ident>)>,
+    /// column when the expression is one (with, in a join view, the
+    /// qualifier of its table).
+    columns: Vec<Column>,
     /// Its WHERE.
     selection: Option<ast::Expr>,
 }
+
+/// A view column: its name, its expression, and the table column it is
+/// (None for an expression) with the name of that column's table in a
+/// join view (None in a view of one table).
+type Column = (String, ast::Expr, Option<ast::Ident>, Option<String>);
 
 /// Whether a view can be written through (`information_schema.VIEWS`'s
 /// IS_UPDATABLE).
@@ -159,11 +176,25 @@ fn updatable_select(query: &ast::Query) -> Option<&ast::Select> {
         ast::GroupByExpr::All(_) => true,
         ast::GroupByExpr::Expressions(e, _) => !e.is_empty(),
     };
-    let one_table = matches!(
-        select.from.as_slice(),
-        [ast::TableWithJoins { relation: ast::TableFactor::Table { args: None, .. }, joins }]
-            if joins.is_empty()
-    );
+    // One table, or a join of tables (MariaDB's join views: an UPDATE
+    // of one table's columns, an INSERT into one table).
+    let plain = |t: &ast::TableFactor| matches!(t, ast::TableFactor::Table { args: None, .. });
+    let one_table = !select.from.is_empty()
+        && select.from.iter().all(|t| {
+            plain(&t.relation)
+                && t.joins.iter().all(|j| {
+                    plain(&j.relation)
+                        && matches!(
+                            j.join_operator,
+                            ast::JoinOperator::Join(_)
+                                | ast::JoinOperator::Inner(_)
+                                | ast::JoinOperator::CrossJoin(_)
+                                | ast::JoinOperator::Left(_)
+                                | ast::JoinOperator::LeftOuter(_)
+                                | ast::JoinOperator::StraightJoin(_)
+                        )
+                })
+        });
     if select.distinct.is_some()
         || grouped
         || select.having.is_some()
@@ -255,6 +286,55 @@ fn updatable(conn: &Conn<'_>, view: &View, shown: &str, verb: &str) -> SqlResult
     let ast::TableFactor::Table { name, alias, .. } = &select.from[0].relation else {
         return Err(not_updatable());
     };
+    // A join view's tables, by their qualifier there, with their columns
+    // (its tables must be tables: a view in it is not written through).
+    let mut joined: Vec<(String, ast::ObjectName, Vec<String>)> = Vec::new();
+    let factors = select
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
+    if select.from.len() > 1 || !select.from[0].joins.is_empty() {
+        for factor in factors {
+            let ast::TableFactor::Table { name, alias, .. } = factor else {
+                return Err(not_updatable());
+            };
+            let Source::Table(t) = source_of(conn, name)? else {
+                return Err(not_updatable());
+            };
+            let qualifier = match alias {
+                Some(a) => a.name.value.clone(),
+                None => crate::engine::expr::name_parts(name)
+                    .last()
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            let names = t.columns.iter().map(|c| c.name.clone()).collect();
+            joined.push((qualifier, name.clone(), names));
+        }
+    }
+    // The table of a join view's column: by its qualifier, else the one
+    // table that has it.
+    let owner_of = |e: &ast::Expr| -> Option<String> {
+        match e {
+            ast::Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let q = &parts[parts.len() - 2].value;
+                joined
+                    .iter()
+                    .find(|(j, ..)| j.eq_ignore_ascii_case(q))
+                    .map(|(j, ..)| j.clone())
+            }
+            ast::Expr::Identifier(i) => {
+                let mut having = joined
+                    .iter()
+                    .filter(|(_, _, cols)| cols.iter().any(|c| c.eq_ignore_ascii_case(&i.value)));
+                match (having.next(), having.next()) {
+                    (Some((j, ..)), None) => Some(j.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    };
     let mut columns = Vec::new();
     for item in &select.projection {
         match item {
@@ -265,10 +345,40 @@ fn updatable(conn: &Conn<'_>, view: &View, shown: &str, verb: &str) -> SqlResult
                 columns.push((alias.value.clone(), expr.clone()));
             }
             ast::SelectItem::ExprWithAliases { .. } => return Err(not_updatable()),
-            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+            ast::SelectItem::Wildcard(_) if joined.is_empty() => {
                 for column in base_column_names(conn, name)? {
                     let e = ast::Expr::Identifier(ast::Ident::new(column.clone()));
                     columns.push((column, e));
+                }
+            }
+            ast::SelectItem::QualifiedWildcard(..) if joined.is_empty() => {
+                for column in base_column_names(conn, name)? {
+                    let e = ast::Expr::Identifier(ast::Ident::new(column.clone()));
+                    columns.push((column, e));
+                }
+            }
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                let only = match item {
+                    ast::SelectItem::QualifiedWildcard(
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(q),
+                        _,
+                    ) => crate::engine::expr::name_parts(q).last().cloned(),
+                    _ => None,
+                };
+                for (qualifier, _, names) in &joined {
+                    if only
+                        .as_ref()
+                        .is_some_and(|o| !o.eq_ignore_ascii_case(qualifier))
+                    {
+                        continue;
+                    }
+                    for column in names {
+                        let e = ast::Expr::CompoundIdentifier(vec![
+                            ast::Ident::new(qualifier.clone()),
+                            ast::Ident::new(column.clone()),
+                        ]);
+                        columns.push((column.clone(), e));
+                    }
                 }
             }
         }
@@ -289,12 +399,28 @@ fn updatable(conn: &Conn<'_>, view: &View, shown: &str, verb: &str) -> SqlResult
                 ast::Expr::CompoundIdentifier(parts) => parts.last().cloned(),
                 _ => None,
             };
-            (name, e, base)
+            if joined.is_empty() {
+                return (name, e, base, None);
+            }
+            // In a join view a column is named with its table's
+            // qualifier, so that it names one column of the join.
+            match (owner_of(&e), base) {
+                (Some(owner), Some(base)) => {
+                    let e = ast::Expr::CompoundIdentifier(vec![
+                        ast::Ident::new(owner.clone()),
+                        base.clone(),
+                    ]);
+                    (name, e, Some(base), Some(owner))
+                }
+                (_, _) => (name, e, None, None),
+            }
         })
         .collect();
     Ok(Updatable {
         base: name.clone(),
         base_alias: alias.clone(),
+        joined: joined.into_iter().map(|(q, n, _)| (q, n)).collect(),
+        from: select.from.clone(),
         columns,
         selection: select.selection.clone(),
     })
@@ -349,6 +475,9 @@ fn one_view(
     };
     for c in checks.iter_mut() {
         above.substitute(&mut c.cond, "WHERE")?;
+    }
+    if !u.joined.is_empty() {
+        return join_view(statement, name, alias.as_ref(), view, &u, checks, check);
     }
     if check {
         if let Some(cond) = &u.selection {
@@ -443,6 +572,175 @@ fn one_view(
     Ok(out)
 }
 
+/// `statement` through a join view, as MariaDB writes through one: an
+/// UPDATE of one table's columns becomes a multi-table UPDATE of the
+/// view's join (its rows those the view shows), an INSERT with a column
+/// list of one table's columns an INSERT into that table; 1393 when they
+/// name columns of two tables, 1394 for an INSERT without a column list,
+/// 1395 for a DELETE. A CHECK OPTION holds when its WHERE reads the
+/// written table only (a WHERE over another table of the join is not
+/// supported with it).
+fn join_view(
+    statement: &Statement,
+    name: &ast::ObjectName,
+    alias: Option<&ast::TableAlias>,
+    view: &View,
+    u: &Updatable,
+    checks: &mut Vec<ViewCheck>,
+    check: bool,
+) -> SqlResult<Statement> {
+    let shown = format!("{}.{}", view.db, view.name);
+    let two_tables = || {
+        SqlError::new(
+            codes::VIEW_MULTIUPDATE,
+            format!("Can not modify more than one base table through a join view '{shown}'"),
+        )
+    };
+    // The one table the written columns are of.
+    let one_owner = |owners: &mut dyn Iterator<Item = String>| -> SqlResult<String> {
+        let first = owners
+            .next()
+            .ok_or_else(|| SqlError::syntax("nothing to write"))?;
+        for o in owners {
+            if !o.eq_ignore_ascii_case(&first) {
+                return Err(two_tables());
+            }
+        }
+        Ok(first)
+    };
+    let owned = |column: &str, clause: &str| -> SqlResult<(ast::Ident, String)> {
+        let base = settable(u, column, clause)?;
+        let owner = u
+            .columns
+            .iter()
+            .find(|c| c.0.eq_ignore_ascii_case(column))
+            .and_then(|c| c.3.clone())
+            .ok_or_else(|| unknown(column, clause))?;
+        Ok((base, owner))
+    };
+    let table_of = |owner: &str| {
+        u.joined
+            .iter()
+            .find(|(q, _)| q.eq_ignore_ascii_case(owner))
+            .map(|(_, n)| n.clone())
+            .ok_or_else(two_tables)
+    };
+    // The view's CHECK OPTION over the written table's row.
+    let mut add_check = |owner: &str| -> SqlResult<()> {
+        let Some(cond) = u.selection.as_ref().filter(|_| check) else {
+            return Ok(());
+        };
+        let mut other = false;
+        let _ = ast::visit_expressions(cond, |e| {
+            let of_other = match e {
+                ast::Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                    !parts[parts.len() - 2].value.eq_ignore_ascii_case(owner)
+                }
+                ast::Expr::Identifier(i) => !u.columns.iter().any(|c| {
+                    c.3.as_deref()
+                        .is_some_and(|o| o.eq_ignore_ascii_case(owner))
+                        && c.2
+                            .as_ref()
+                            .is_some_and(|b| b.value.eq_ignore_ascii_case(&i.value))
+                }),
+                _ => false,
+            };
+            other |= of_other;
+            ControlFlow::<()>::Continue(())
+        });
+        if other {
+            return Err(SqlError::unsupported(format_args!(
+                "WITH CHECK OPTION of the join view {shown} whose WHERE reads a table not written"
+            )));
+        }
+        checks.push(ViewCheck {
+            db: view.db.clone(),
+            name: view.name.clone(),
+            cond: cond.clone(),
+        });
+        Ok(())
+    };
+    let mut out = statement.clone();
+    match &mut out {
+        Statement::Delete(_) => {
+            return Err(SqlError::new(
+                codes::VIEW_DELETE_MERGE_VIEW,
+                format!("Can not delete from join view '{shown}'"),
+            ))
+        }
+        Statement::Insert(ins) => {
+            if ins.columns.is_empty() {
+                return Err(SqlError::new(
+                    codes::VIEW_NO_INSERT_FIELD_LIST,
+                    format!("Can not insert into join view '{shown}' without fields list"),
+                ));
+            }
+            if ins.on.is_some() {
+                return Err(SqlError::unsupported(format_args!(
+                    "ON DUPLICATE KEY UPDATE through the join view {shown}"
+                )));
+            }
+            let named = ins
+                .columns
+                .iter()
+                .map(|c| {
+                    let parts = crate::engine::expr::name_parts(c);
+                    owned(parts.last().map_or("", String::as_str), "INSERT INTO")
+                })
+                .collect::<SqlResult<Vec<_>>>()?;
+            let owner = one_owner(&mut named.iter().map(|(_, o)| o.clone()))?;
+            add_check(&owner)?;
+            ins.table = ast::TableObject::TableName(table_of(&owner)?);
+            ins.table_alias = None;
+            ins.columns = named
+                .into_iter()
+                .map(|(i, _)| ast::ObjectName(vec![ast::ObjectNamePart::Identifier(i)]))
+                .collect();
+        }
+        Statement::Update(up) => {
+            let scope = Names {
+                u,
+                qualifiers: qualifiers(name, alias, view),
+            };
+            let mut owners = Vec::with_capacity(up.assignments.len());
+            for a in &mut up.assignments {
+                let ast::AssignmentTarget::ColumnName(target) = &mut a.target else {
+                    return Err(SqlError::unsupported("tuple assignments"));
+                };
+                let parts = crate::engine::expr::name_parts(target);
+                let Some((column, qualifier)) = parts.split_last() else {
+                    return Err(SqlError::syntax("an empty column name"));
+                };
+                if !qualifier.is_empty() && !scope.qualifies(qualifier) {
+                    return Err(unknown(&parts.join("."), "SET"));
+                }
+                let (base, owner) = owned(column, "SET")?;
+                *target = ast::ObjectName(vec![
+                    ast::ObjectNamePart::Identifier(ast::Ident::new(owner.clone())),
+                    ast::ObjectNamePart::Identifier(base),
+                ]);
+                owners.push(owner);
+                if !super::write::is_default_word(&a.value) {
+                    scope.substitute(&mut a.value, "SET")?;
+                }
+            }
+            let owner = one_owner(&mut owners.into_iter())?;
+            add_check(&owner)?;
+            if !up.order_by.is_empty() || up.limit.is_some() {
+                return Err(SqlError::unsupported(format_args!(
+                    "ORDER BY or LIMIT in an UPDATE of the join view {shown}"
+                )));
+            }
+            up.selection = scope.filtered(up.selection.take())?;
+            let mut from = u.from.clone();
+            up.table = from.remove(0);
+            up.from = (!from.is_empty()).then_some(ast::UpdateTableFromKind::BeforeSet(from));
+        }
+        _ => return Err(SqlError::unsupported("this statement through a view")),
+    }
+    Ok(out)
+}
+
 /// The names a column of the view may be qualified by: the statement's
 /// alias for it, else its name (`v`, `db.v`).
 fn qualifiers(
@@ -463,7 +761,7 @@ fn qualifiers(
 /// The base column a written view column names: 1054 for a name the view
 /// has not, 1348 for a column that is an expression.
 fn settable(u: &Updatable, column: &str, clause: &str) -> SqlResult<ast::Ident> {
-    let Some((name, _, base)) = u
+    let Some((name, _, base, _)) = u
         .columns
         .iter()
         .find(|(n, ..)| n.eq_ignore_ascii_case(column))
@@ -590,7 +888,7 @@ impl Names<'_> {
                     .iter()
                     .find(|(n, ..)| n.eq_ignore_ascii_case(&column));
                 match found {
-                    Some((_, expr, _))
+                    Some((_, expr, ..))
                         if qualifier.is_empty() || self.names.qualifies(&qualifier) =>
                     {
                         *e = match expr {
