@@ -317,7 +317,7 @@ pub fn state_of(code: u16) -> &'static str {
         }
         NET_PACKET_TOO_LARGE => "08S01",
         TABLE_NOT_FOUND => "42S02",
-        UNKNOWN_SYSTEM_VARIABLE | WRONG_VALUE_FOR_VAR | WRONG_TYPE_FOR_VAR => "42000",
+        WRONG_VALUE_FOR_VAR | WRONG_TYPE_FOR_VAR => "42000",
         LOCK_WAIT_TIMEOUT => "HY000",
         LOCK_DEADLOCK => "40001",
         OUT_OF_RANGE | DATA_OUT_OF_RANGE => "22003",

@@ -31,6 +31,7 @@ pub mod prepared;
 pub mod server_info;
 pub mod session;
 pub mod show;
+pub mod sql_words;
 pub mod stats;
 pub mod status;
 pub mod txn;

@@ -664,6 +664,8 @@ pub fn columns(upper: &str) -> Option<Vec<ColumnMeta>> {
             BigInt("ID", 11),
             Text("IS_DEFAULT", 3),
         ],
+        "KEYWORDS" => &[Text("WORD", 64)],
+        "SQL_FUNCTIONS" => &[Text("FUNCTION", 64)],
         "ENGINES" => &[
             Text("ENGINE", 64),
             Text("SUPPORT", 8),
@@ -905,6 +907,14 @@ pub fn rows(conn: &mut Conn<'_>, upper: &str) -> SqlResult<Vec<Vec<SqlValue>>> {
                     yes(*default),
                 ]
             })
+            .collect(),
+        "KEYWORDS" => super::sql_words::KEYWORDS
+            .iter()
+            .map(|w| vec![text(*w)])
+            .collect(),
+        "SQL_FUNCTIONS" => super::sql_words::SQL_FUNCTIONS
+            .iter()
+            .map(|w| vec![text(*w)])
             .collect(),
         "ENGINES" => ENGINES
             .iter()

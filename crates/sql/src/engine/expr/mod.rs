@@ -1750,6 +1750,9 @@ impl<'a> Scope<'a> {
             if name.eq_ignore_ascii_case("CURRENT_USER") {
                 return Ok(Expr::Func(Func::User, Vec::new()));
             }
+            if name.eq_ignore_ascii_case("CURRENT_ROLE") {
+                return Ok(func::no_role());
+            }
         }
         if ident.quote_style == Some('"') {
             // MySQL's default sql_mode reads "x" as a string.
