@@ -704,21 +704,12 @@ fn join_view(
             };
             let mut owners = Vec::with_capacity(up.assignments.len());
             for a in &mut up.assignments {
-                let ast::AssignmentTarget::ColumnName(target) = &mut a.target else {
-                    return Err(SqlError::unsupported("tuple assignments"));
-                };
-                let parts = crate::engine::expr::name_parts(target);
-                let Some((column, qualifier)) = parts.split_last() else {
-                    return Err(SqlError::syntax("an empty column name"));
-                };
-                if !qualifier.is_empty() && !scope.qualifies(qualifier) {
-                    return Err(unknown(&parts.join("."), "SET"));
-                }
-                let (base, owner) = owned(column, "SET")?;
-                *target = ast::ObjectName(vec![
+                let column = target_column(&scope, a, "SET")?;
+                let (base, owner) = owned(&column, "SET")?;
+                a.target = ast::AssignmentTarget::ColumnName(ast::ObjectName(vec![
                     ast::ObjectNamePart::Identifier(ast::Ident::new(owner.clone())),
                     ast::ObjectNamePart::Identifier(base),
-                ]);
+                ]));
                 owners.push(owner);
                 if !super::write::is_default_word(&a.value) {
                     scope.substitute(&mut a.value, "SET")?;
@@ -791,7 +782,22 @@ fn assign(
     target_clause: &str,
     value_clause: &str,
 ) -> SqlResult<()> {
-    let ast::AssignmentTarget::ColumnName(target) = &mut a.target else {
+    let column = target_column(scope, a, target_clause)?;
+    let base = settable(scope.u, &column, target_clause)?;
+    a.target =
+        ast::AssignmentTarget::ColumnName(ast::ObjectName(vec![ast::ObjectNamePart::Identifier(
+            base,
+        )]));
+    if !super::write::is_default_word(&a.value) {
+        scope.substitute(&mut a.value, value_clause)?;
+    }
+    Ok(())
+}
+
+/// The view column a SET item assigns: its name, once its qualifier (if
+/// any) is checked to name the view (1054 otherwise, in `clause`).
+fn target_column(scope: &Names<'_>, a: &ast::Assignment, clause: &str) -> SqlResult<String> {
+    let ast::AssignmentTarget::ColumnName(target) = &a.target else {
         return Err(SqlError::unsupported("tuple assignments"));
     };
     let parts = crate::engine::expr::name_parts(target);
@@ -799,14 +805,9 @@ fn assign(
         return Err(SqlError::syntax("an empty column name"));
     };
     if !qualifier.is_empty() && !scope.qualifies(qualifier) {
-        return Err(unknown(&parts.join("."), target_clause));
+        return Err(unknown(&parts.join("."), clause));
     }
-    let base = settable(scope.u, column, target_clause)?;
-    *target = ast::ObjectName(vec![ast::ObjectNamePart::Identifier(base)]);
-    if !super::write::is_default_word(&a.value) {
-        scope.substitute(&mut a.value, value_clause)?;
-    }
-    Ok(())
+    Ok(column.clone())
 }
 
 /// The view's columns as a statement names them.

@@ -258,6 +258,9 @@ pub enum Func {
     Quote,
     Insert,
     Soundex,
+    /// MariaDB's NATURAL_SORT_KEY(s): s with each run of digits written
+    /// so that text order is number order.
+    NaturalSortKey,
     Microsecond,
     ToSeconds,
     FromDays,
@@ -444,6 +447,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "QUOTE" => (F::Quote, 1, 1),
         "INSERT" => (F::Insert, 4, 4),
         "SOUNDEX" => (F::Soundex, 1, 1),
+        "NATURAL_SORT_KEY" => (F::NaturalSortKey, 1, 1),
         "MICROSECOND" => (F::Microsecond, 1, 1),
         "TO_SECONDS" => (F::ToSeconds, 1, 1),
         "FROM_DAYS" => (F::FromDays, 1, 1),
@@ -725,6 +729,7 @@ impl Func {
                 _ => text_kind(),
             },
             F::Soundex
+            | F::NaturalSortKey
             | F::TimeFormat
             | F::Inet6Ntoa
             | F::BinToUuid
@@ -1223,6 +1228,9 @@ impl Func {
             Func::BinToUuid => 36,
             Func::IsUuid => 1,
             Func::Soundex => chars(0).max(4),
+            // A run of n digits may grow by n / 9 + 1 characters; less
+            // only by leading zeros.
+            Func::NaturalSortKey => chars(0).saturating_add(chars(0) / 9 + 1),
             // Each character escaped and two quotes; at least NULL's 4.
             // Room for NULL (unquoted) only where the argument may be one:
             // `QUOTE('')` is two characters, as MariaDB sizes it.
@@ -2088,6 +2096,7 @@ impl Func {
                 Val::str(out)
             }
             F::Soundex => Val::str(soundex(&s(0))),
+            F::NaturalSortKey => Val::str(natural_sort_key(&s(0))),
             F::Microsecond => match time_or_time_of_day(&v[0]) {
                 Some(m) => Val::Int((m.unsigned_abs() % 1_000_000) as i64),
                 None => Val::Null,
@@ -3123,6 +3132,39 @@ fn quote(text: &[u8]) -> Vec<u8> {
 
 /// `SOUNDEX`, as MySQL's: letters only; a code repeats only where a
 /// coded letter (not a vowel) comes between; at least four characters.
+/// MariaDB's NATURAL_SORT_KEY: each run of digits loses its leading
+/// zeros (one zero stays of an all-zero run) and is prefixed by its
+/// length less one, written as nines while it is 9 or more and then the
+/// rest (`7` is `07`, `10` is `110`, ten digits `90…`), so that a longer
+/// number sorts after a shorter one.
+fn natural_sort_key(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 4);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !c.is_ascii_digit() {
+            out.push(c);
+            continue;
+        }
+        let mut run = String::from(c);
+        while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+            run.push(d);
+            chars.next();
+        }
+        let digits = match run.trim_start_matches('0') {
+            "" => "0",
+            d => d,
+        };
+        let mut n = digits.len() - 1;
+        while n >= 9 {
+            out.push('9');
+            n -= 9;
+        }
+        out.push(char::from(b'0' + n as u8));
+        out.push_str(digits);
+    }
+    out
+}
+
 fn soundex(text: &str) -> String {
     /// Codes of A to Z (0: not coded).
     const CODES: &[u8; 26] = b"01230120022455012623010202";

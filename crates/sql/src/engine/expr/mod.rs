@@ -3735,6 +3735,24 @@ impl<'a> Scope<'a> {
             Expr::Cast(_, CastTo::Decimal(p, s)) => {
                 Some((u32::from(*p).saturating_sub(u32::from(*s)), u32::from(*s)))
             }
+            // A date, datetime or time as a signed integer: the digits of
+            // the number it reads as, its fraction's too (MariaDB's
+            // precision, though the fraction is cut: `MOD(CAST(d AS
+            // SIGNED), 2)` of a DATE is an INT(9)).
+            Expr::Cast(a, CastTo::Signed)
+                if matches!(
+                    self.kind(a),
+                    Kind::Date | Kind::DateTime { .. } | Kind::Time { .. }
+                ) =>
+            {
+                let whole = match self.kind(a) {
+                    Kind::Date => DATE_NUMBER_DIGITS,
+                    Kind::DateTime { fsp } => DATETIME_NUMBER_DIGITS + fsp,
+                    Kind::Time { fsp } => TIME_NUMBER_DIGITS + fsp,
+                    _ => return None,
+                };
+                Some((u32::from(whole), 0))
+            }
             // Text read as an integer: as many digits as it has characters
             // (at most a BIGINT's), no sign among them, as MariaDB counts.
             Expr::Cast(a, CastTo::Signed) if matches!(self.kind(a), Kind::Str { .. }) => {
