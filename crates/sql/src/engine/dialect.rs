@@ -123,6 +123,9 @@ impl Dialect for SkarvDialect {
                     Keyword::NoKeyword if w.value.eq_ignore_ascii_case("GET_FORMAT") => {
                         get_format_of_kind
                     }
+                    Keyword::NoKeyword if w.value.eq_ignore_ascii_case("WEIGHT_STRING") => {
+                        weight_string_as
+                    }
                     _ => return None,
                 };
                 match parser.maybe_parse(form) {
@@ -596,6 +599,25 @@ fn get_format_of_kind(parser: &mut Parser) -> Result<Expr, ParserError> {
     Ok(crate::engine::expr::ast_call(
         "GET_FORMAT",
         vec![&kind, &standard],
+    ))
+}
+
+/// `WEIGHT_STRING(s AS CHAR(n))` or `AS BINARY(n)`: the call with the
+/// kind's word and n as arguments (the parser takes no AS in a call).
+fn weight_string_as(parser: &mut Parser) -> Result<Expr, ParserError> {
+    parser.next_token();
+    parser.expect_token(&Token::LParen)?;
+    let s = parser.parse_expr()?;
+    parser.expect_keyword(Keyword::AS)?;
+    let kind = parser.expect_one_of_keywords(&[Keyword::CHAR, Keyword::BINARY])?;
+    parser.expect_token(&Token::LParen)?;
+    let n = parser.parse_expr()?;
+    parser.expect_token(&Token::RParen)?;
+    parser.expect_token(&Token::RParen)?;
+    let kind = Expr::Value(sqlparser::ast::Value::SingleQuotedString(format!("{kind:?}")).into());
+    Ok(crate::engine::expr::ast_call(
+        "WEIGHT_STRING",
+        vec![&s, &kind, &n],
     ))
 }
 

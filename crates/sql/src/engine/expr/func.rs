@@ -17,6 +17,19 @@ use crate::value::{Date, Time};
 /// `max_allowed_packet` bounds it there; past it the result is NULL).
 pub const STRING_RESULT_BYTES_MAX: usize = 64 << 20;
 
+/// What WEIGHT_STRING weighs, known from its argument's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightOf {
+    /// Text under a collation: utf8mb4_general_ci's weights two bytes a
+    /// character (a character past the BMP weighs U+FFFD), utf8mb4_bin's
+    /// code points three.
+    Text(Collation),
+    /// A binary string, or a date or time: its bytes (a date's text).
+    Bytes,
+    /// A number: NULL, as MariaDB's.
+    Nothing,
+}
+
 /// A scalar function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
@@ -261,6 +274,8 @@ pub enum Func {
     /// MariaDB's NATURAL_SORT_KEY(s): s with each run of digits written
     /// so that text order is number order.
     NaturalSortKey,
+    /// WEIGHT_STRING(s [AS CHAR(n) | AS BINARY(n)]): what s sorts as.
+    WeightString(WeightOf),
     Microsecond,
     ToSeconds,
     FromDays,
@@ -448,6 +463,8 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "INSERT" => (F::Insert, 4, 4),
         "SOUNDEX" => (F::Soundex, 1, 1),
         "NATURAL_SORT_KEY" => (F::NaturalSortKey, 1, 1),
+        // Its argument's kind picks what it weighs (the lowering's).
+        "WEIGHT_STRING" => (F::WeightString(WeightOf::Nothing), 1, 3),
         "MICROSECOND" => (F::Microsecond, 1, 1),
         "TO_SECONDS" => (F::ToSeconds, 1, 1),
         "FROM_DAYS" => (F::FromDays, 1, 1),
@@ -728,6 +745,7 @@ impl Func {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
             },
+            F::WeightString(_) => Kind::Str { collation: None },
             F::Soundex
             | F::NaturalSortKey
             | F::TimeFormat
@@ -1231,6 +1249,8 @@ impl Func {
             // A run of n digits may grow by n / 9 + 1 characters; less
             // only by leading zeros.
             Func::NaturalSortKey => chars(0).saturating_add(chars(0) / 9 + 1),
+            // Three bytes a character at most (utf8mb4_bin's).
+            Func::WeightString(_) => count(2).unwrap_or_else(|| chars(0)).saturating_mul(3),
             // Each character escaped and two quotes; at least NULL's 4.
             // Room for NULL (unquoted) only where the argument may be one:
             // `QUOTE('')` is two characters, as MariaDB sizes it.
@@ -2097,6 +2117,31 @@ impl Func {
             }
             F::Soundex => Val::str(soundex(&s(0))),
             F::NaturalSortKey => Val::str(natural_sort_key(&s(0))),
+            F::WeightString(of) => match (&v[0], of) {
+                (Val::Null, _) | (_, WeightOf::Nothing) => Val::Null,
+                (x, _) => {
+                    // AS CHAR(n) / AS BINARY(n): n characters or bytes,
+                    // cut or padded (spaces, zero bytes).
+                    let width = v
+                        .get(2)
+                        .map(|n| usize::try_from(ctx.num_i64(n)).unwrap_or(0));
+                    let as_binary = v.get(1).is_some_and(|k| k.to_text() == "BINARY");
+                    let bytes = match x {
+                        Val::Str(b) => b.clone(),
+                        other => other.to_text().into_bytes(),
+                    };
+                    if let Some(n) = width.filter(|n| as_binary && *n < bytes.len()) {
+                        ctx.warn(
+                            codes_truncated(),
+                            format!(
+                                "Truncated incorrect BINARY({n}) value: '{}'",
+                                String::from_utf8_lossy(&bytes)
+                            ),
+                        );
+                    }
+                    weight_string(&bytes, of, width, as_binary)
+                }
+            },
             F::Microsecond => match time_or_time_of_day(&v[0]) {
                 Some(m) => Val::Int((m.unsigned_abs() % 1_000_000) as i64),
                 None => Val::Null,
@@ -3132,6 +3177,38 @@ fn quote(text: &[u8]) -> Vec<u8> {
 
 /// `SOUNDEX`, as MySQL's: letters only; a code repeats only where a
 /// coded letter (not a vowel) comes between; at least four characters.
+/// WEIGHT_STRING's bytes of `bytes` (`width`: AS CHAR(n) characters,
+/// or AS BINARY(n) bytes when `as_binary`).
+fn weight_string(bytes: &[u8], of: WeightOf, width: Option<usize>, as_binary: bool) -> Val {
+    if as_binary || of == WeightOf::Bytes {
+        let mut out = bytes.to_vec();
+        if let Some(n) = width {
+            out.resize(n, 0);
+        }
+        return Val::Str(out);
+    }
+    let WeightOf::Text(collation) = of else {
+        return Val::Null;
+    };
+    let text = String::from_utf8_lossy(bytes);
+    let mut chars: Vec<char> = text.chars().collect();
+    if let Some(n) = width {
+        chars.resize(n, ' ');
+    }
+    let mut out = Vec::with_capacity(chars.len() * 3);
+    for c in chars {
+        let w = u32::from(collation.weight(c));
+        match collation {
+            Collation::Utf8mb4Bin => out.extend_from_slice(&w.to_be_bytes()[1..]),
+            Collation::Utf8mb4GeneralCi => {
+                let w = if w > 0xFFFF { 0xFFFD } else { w };
+                out.extend_from_slice(&(w as u16).to_be_bytes());
+            }
+        }
+    }
+    Val::Str(out)
+}
+
 /// MariaDB's NATURAL_SORT_KEY: each run of digits loses its leading
 /// zeros (one zero stays of an all-zero run) and is prefixed by its
 /// length less one, written as nines while it is 9 or more and then the

@@ -2545,6 +2545,18 @@ impl<'a> Scope<'a> {
             ("ORD", [arg]) if matches!(self.kind(arg), Kind::Str { collation: None }) => {
                 return Ok(Expr::Func(Func::Ascii, lowered));
             }
+            // What WEIGHT_STRING weighs: its argument's collation.
+            ("WEIGHT_STRING", [arg, ..]) if lowered.len() <= 3 => {
+                let of = match self.kind(arg) {
+                    Kind::Str { collation: Some(c) } => func::WeightOf::Text(c),
+                    Kind::Str { collation: None }
+                    | Kind::Date
+                    | Kind::DateTime { .. }
+                    | Kind::Time { .. } => func::WeightOf::Bytes,
+                    _ => func::WeightOf::Nothing,
+                };
+                return Ok(Expr::Func(Func::WeightString(of), lowered));
+            }
             // Two strings compare in the collation they meet in (a binary
             // string's bytes: STRCMP('É', X'7A') is 1).
             ("STRCMP", [a, b]) => {
