@@ -134,6 +134,9 @@ class Gen:
         # With --nulls, some conditions are NULL or constant ones (SQL's
         # three values under NOT, XOR, AND and OR), drawn likewise.
         self.nulls = nulls
+        # --set-ops: EXCEPT and INTERSECT [ALL] among a UNION's operators,
+        # chosen from a stream of their own (the base seed's queries stay).
+        self.set_ops = None
 
     def null_cond(self, scope):
         r = self.nulls
@@ -371,7 +374,11 @@ class Gen:
                     rng.choice(["NULL", "2", "2.0", "'x'", "1e0"]) for _ in range(n)))
             sql = arms[0]
             for arm in arms[1:]:
-                sql += " %s %s" % (rng.choice(["UNION", "UNION ALL"]), arm)
+                op = rng.choice(["UNION", "UNION ALL"])
+                if self.set_ops is not None:
+                    op = self.set_ops.choice(["UNION", "UNION ALL", "EXCEPT", "EXCEPT ALL",
+                                              "INTERSECT", "INTERSECT ALL"])
+                sql += " %s %s" % (op, arm)
             return sql, False
         if rng.random() < 0.08 and source == "t1":
             # Window functions over a unique order: one answer per row.
@@ -743,6 +750,13 @@ def nulls_rng(args, stream):
     return random.Random(args.seed * 2 + stream + 9_000_001)
 
 
+def set_ops_rng(args):
+    """The generator of --set-ops' choices, or None without it."""
+    if not args.set_ops:
+        return None
+    return random.Random(args.seed * 2 + 11_000_001)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--skarv-port", type=int, required=True)
@@ -755,6 +769,8 @@ def main():
                     help="CREATE TABLE … SELECT: the columns' types and the rows compared")
     ap.add_argument("--binary-literals", action="store_true",
                     help="write some text literals as hex literals (0x61, X'61')")
+    ap.add_argument("--set-ops", action="store_true",
+                    help="EXCEPT and INTERSECT [ALL] among the UNIONs of SELECTs")
     ap.add_argument("--nulls", action="store_true",
                     help="some conditions NULL or constant (three-valued logic)")
     ap.add_argument("--db", default="difffuzz",
@@ -783,6 +799,7 @@ def main():
     if args.create_select:
         return create_select(conns, rng, args)
     gen = Gen(rng, binary_rng(args, 0), nulls_rng(args, 0))
+    gen.set_ops = set_ops_rng(args)
     differences = 0
     both_errors = 0
     for n in range(args.queries):
