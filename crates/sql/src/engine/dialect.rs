@@ -595,10 +595,9 @@ fn get_format_of_kind(parser: &mut Parser) -> Result<Expr, ParserError> {
     parser.expect_token(&Token::Comma)?;
     let standard = parser.parse_expr()?;
     parser.expect_token(&Token::RParen)?;
-    let kind = Expr::Value(sqlparser::ast::Value::SingleQuotedString(format!("{kind:?}")).into());
     Ok(crate::engine::expr::ast_call(
         "GET_FORMAT",
-        vec![&kind, &standard],
+        vec![&keyword_text(kind), &standard],
     ))
 }
 
@@ -614,11 +613,16 @@ fn weight_string_as(parser: &mut Parser) -> Result<Expr, ParserError> {
     let n = parser.parse_expr()?;
     parser.expect_token(&Token::RParen)?;
     parser.expect_token(&Token::RParen)?;
-    let kind = Expr::Value(sqlparser::ast::Value::SingleQuotedString(format!("{kind:?}")).into());
     Ok(crate::engine::expr::ast_call(
         "WEIGHT_STRING",
-        vec![&s, &kind, &n],
+        vec![&s, &keyword_text(kind), &n],
     ))
+}
+
+/// A keyword a call takes as a word (`GET_FORMAT(DATE, …)`), as the
+/// string of its name the function reads.
+fn keyword_text(kind: Keyword) -> Expr {
+    Expr::Value(sqlparser::ast::Value::SingleQuotedString(format!("{kind:?}")).into())
 }
 
 /// `ROW(a, b)`: the row `(a, b)`.

@@ -340,10 +340,7 @@ fn plan_query_body(
     let environment = env(conn);
     let mut ctx = Ctx::new(params.unwrap_or(&[]), &environment);
     let limit = limit_of(conn, q, placeholders, &mut ctx)?;
-    let lock = q.locks.first().map(|l| match l.lock_type {
-        ast::LockType::Update => LockMode::Exclusive,
-        ast::LockType::Share => LockMode::Shared,
-    });
+    let lock = lock_of(q);
     let calc_found = |s: &&ast::Select| {
         s.select_modifiers
             .as_ref()
@@ -376,9 +373,7 @@ fn plan_query_body(
             p.lock = lock;
         }
         if let Some(ob) = &q.order_by {
-            super::correlated::plan(conn, ob, 0, &p.source, &p.hidden, placeholders)?;
-            let named = named_windows(selects[0]);
-            p.order = order_exprs(conn, ob, p, &named, placeholders)?;
+            plan_order(conn, p, ob, selects[0], placeholders)?;
         }
         let (union_limit, union_offset) = if calc_found_rows {
             (limit.0, limit.1.unwrap_or(0))
@@ -442,7 +437,7 @@ impl Plans {
     /// Whether combining the SELECTs' rows needs a table of them (not a
     /// UNION ALL): EXPLAIN's "Using temporary".
     fn union_distinct(&self) -> bool {
-        self.planned.len() > 1 && self.sets.uses_temporary()
+        self.sets.uses_temporary()
     }
 
     /// EXPLAIN's row of the combined result: its `select_type` and its
@@ -565,19 +560,37 @@ fn bound_select(
     let (limit, offset) = limit_of(conn, q, placeholders, &mut ctx)?;
     p.limit = limit;
     p.offset = offset.unwrap_or(0);
-    if let Some(l) = q.locks.first() {
-        p.lock = Some(match l.lock_type {
-            ast::LockType::Update => LockMode::Exclusive,
-            ast::LockType::Share => LockMode::Shared,
-        });
+    if let Some(lock) = lock_of(q) {
+        p.lock = Some(lock);
     }
     if let Some(ob) = &q.order_by {
         if alone || limit.is_some() || offset.is_some() {
-            super::correlated::plan(conn, ob, 0, &p.source, &p.hidden, placeholders)?;
-            let named = named_windows(select);
-            p.order = order_exprs(conn, ob, p, &named, placeholders)?;
+            plan_order(conn, p, ob, select, placeholders)?;
         }
     }
+    Ok(())
+}
+
+/// A query's lock (`FOR UPDATE`, `FOR SHARE`/`LOCK IN SHARE MODE`).
+fn lock_of(q: &ast::Query) -> Option<LockMode> {
+    q.locks.first().map(|l| match l.lock_type {
+        ast::LockType::Update => LockMode::Exclusive,
+        ast::LockType::Share => LockMode::Shared,
+    })
+}
+
+/// One SELECT's ORDER BY `ob`, planned into it (its correlated
+/// subqueries, its named windows).
+fn plan_order(
+    conn: &mut Conn<'_>,
+    p: &mut Planned,
+    ob: &ast::OrderBy,
+    select: &ast::Select,
+    placeholders: &[Location],
+) -> SqlResult<()> {
+    super::correlated::plan(conn, ob, 0, &p.source, &p.hidden, placeholders)?;
+    let named = named_windows(select);
+    p.order = order_exprs(conn, ob, p, &named, placeholders)?;
     Ok(())
 }
 

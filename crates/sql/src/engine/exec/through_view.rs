@@ -345,13 +345,9 @@ fn updatable(conn: &Conn<'_>, view: &View, shown: &str, verb: &str) -> SqlResult
                 columns.push((alias.value.clone(), expr.clone()));
             }
             ast::SelectItem::ExprWithAliases { .. } => return Err(not_updatable()),
-            ast::SelectItem::Wildcard(_) if joined.is_empty() => {
-                for column in base_column_names(conn, name)? {
-                    let e = ast::Expr::Identifier(ast::Ident::new(column.clone()));
-                    columns.push((column, e));
-                }
-            }
-            ast::SelectItem::QualifiedWildcard(..) if joined.is_empty() => {
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+                if joined.is_empty() =>
+            {
                 for column in base_column_names(conn, name)? {
                     let e = ast::Expr::Identifier(ast::Ident::new(column.clone()));
                     columns.push((column, e));

@@ -221,7 +221,9 @@ impl Scope<'_> {
             WinFn::Ntile | WinFn::FirstValue | WinFn::LastValue => 1..=1,
             WinFn::Lag | WinFn::Lead => 1..=3,
             WinFn::NthValue => 2..=2,
-            WinFn::PercentileCont | WinFn::PercentileDisc => 1..=1,
+            WinFn::PercentileCont | WinFn::PercentileDisc => {
+                unreachable!("percentiles are lowered by Scope::percentile")
+            }
             WinFn::Agg if star => 0..=0,
             WinFn::Agg => 1..=1,
         };
@@ -284,8 +286,9 @@ impl Scope<'_> {
                 None => self.kind(&lowered[0]),
             },
             WinFn::FirstValue | WinFn::LastValue | WinFn::NthValue => self.kind(&lowered[0]),
-            WinFn::PercentileCont => Kind::Double,
-            WinFn::PercentileDisc => self.kind(&lowered[0]),
+            WinFn::PercentileCont | WinFn::PercentileDisc => {
+                unreachable!("percentiles are lowered by Scope::percentile")
+            }
             WinFn::Agg => super::eval::agg_kind(agg.as_ref().expect("an aggregate")),
         };
         self.push_window(func, name, lowered, offset, 0.0, agg, spec, kind)
@@ -308,15 +311,8 @@ impl Scope<'_> {
         } else {
             "percentile_cont"
         };
-        let has_frame = !matches!(
-            spec.frame,
-            Frame {
-                rows: false,
-                start: FrameBound::UnboundedPreceding,
-                end: FrameBound::UnboundedFollowing,
-            }
-        );
-        if !spec.order.is_empty() || has_frame {
+        // The frame of an OVER without ORDER BY or frame: the partition.
+        if !spec.order.is_empty() || spec.frame != Frame::default_for(false) {
             return Err(SqlError::syntax(format_args!(
                 "ORDER BY or a frame in the OVER of {name}"
             )));
