@@ -25,8 +25,14 @@ pub const ROW_BYTES_MAX: usize = 30_000;
 pub const KEY_BYTES_MAX: usize = 4_096;
 /// Longest table name, in bytes (NDB's internal names, "db/def/table", fit).
 pub const TABLE_NAME_BYTES_MAX: usize = 128;
-/// Longest column or index name, in bytes (MySQL's identifier limit).
+/// Longest column name, and longest key name a SQL statement gives, in
+/// bytes (MySQL's identifier limit).
 pub const NAME_BYTES_MAX: usize = 64;
+/// Longest native index name, in bytes: a key's name of
+/// [`NAME_BYTES_MAX`] and the suffix a SQL node adds to name the key's
+/// other native index (the unique hash index `name$unique`, as NDB
+/// names it), with room to spare.
+pub const INDEX_NAME_BYTES_MAX: usize = NAME_BYTES_MAX + 16;
 /// Most indexes of a table (MySQL's MAX_INDEXES).
 pub const INDEXES_MAX: usize = 64;
 /// Most partitions of a table (NDB 7.x's limit).
@@ -118,14 +124,13 @@ pub enum SchemaError {
     BadTableName { name: String, bytes: usize },
     #[error("table `{table}` has {count} columns: 1..={COLUMNS_MAX} allowed")]
     ColumnCount { table: String, count: usize },
-    #[error(
-        "table `{table}`: {what} name `{name}` is {bytes} bytes: 1..={NAME_BYTES_MAX} allowed"
-    )]
+    #[error("table `{table}`: {what} name `{name}` is {bytes} bytes: 1..={bytes_max} allowed")]
     BadName {
         table: String,
         what: &'static str,
         name: String,
         bytes: usize,
+        bytes_max: usize,
     },
     #[error("table `{table}`: column `{column}` is defined twice (names are case-insensitive)")]
     DuplicateColumn { table: String, column: String },
@@ -363,7 +368,7 @@ impl TableDef {
         }
         let mut names = HashSet::with_capacity(self.columns.len());
         for column in &self.columns {
-            self.check_name("column", &column.name)?;
+            self.check_name("column", &column.name, NAME_BYTES_MAX)?;
             if !names.insert(column.name.to_lowercase()) {
                 return Err(SchemaError::DuplicateColumn {
                     table: table(),
@@ -455,7 +460,7 @@ impl TableDef {
         let mut names = HashSet::with_capacity(self.indexes.len());
         let mut ids = HashSet::with_capacity(self.indexes.len());
         for index in &self.indexes {
-            self.check_name("index", &index.name)?;
+            self.check_name("index", &index.name, INDEX_NAME_BYTES_MAX)?;
             if !names.insert(index.name.to_lowercase()) {
                 return Err(SchemaError::DuplicateIndexName {
                     table: self.name.clone(),
@@ -520,13 +525,19 @@ impl TableDef {
         Ok(())
     }
 
-    fn check_name(&self, what: &'static str, name: &str) -> Result<(), SchemaError> {
-        if name.is_empty() || name.len() > NAME_BYTES_MAX {
+    fn check_name(
+        &self,
+        what: &'static str,
+        name: &str,
+        bytes_max: usize,
+    ) -> Result<(), SchemaError> {
+        if name.is_empty() || name.len() > bytes_max {
             return Err(SchemaError::BadName {
                 table: self.name.clone(),
                 what,
                 name: name.to_string(),
                 bytes: name.len(),
+                bytes_max,
             });
         }
         Ok(())
@@ -849,6 +860,23 @@ mod tests {
             err(base().index(index("", 1, vec![0]))),
             SchemaError::BadName { what: "index", .. }
         ));
+        // An index name may be longer than a column's: a key's name and the
+        // suffix naming its unique hash index (Django's 58-byte key names).
+        let long = format!("{}$unique", "k".repeat(NAME_BYTES_MAX));
+        assert!(base().index(index(&long, 1, vec![0])).build().is_ok());
+        let e = err(base().index(index(&"k".repeat(INDEX_NAME_BYTES_MAX + 1), 1, vec![0])));
+        assert!(
+            matches!(
+                e,
+                SchemaError::BadName {
+                    what: "index",
+                    bytes: 81,
+                    bytes_max: INDEX_NAME_BYTES_MAX,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert!(matches!(
             err(blob.primary_key(vec![0]).index(index("i", 1, vec![1]))),
             SchemaError::UnkeyableColumn { .. }

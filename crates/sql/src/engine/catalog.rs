@@ -278,6 +278,21 @@ pub fn keys_of(def: &TableDef) -> Vec<KeyInfo> {
             }
         }
     }
+    // MySQL's order (`sort_keys`), which SHOW CREATE TABLE, SHOW INDEX and
+    // information_schema show: the primary key, then UNIQUE keys of NOT
+    // NULL columns, other UNIQUE keys, then the rest, each class in the
+    // order the keys were made (a stable sort of the native indexes').
+    keys.sort_by_key(|k| {
+        if k.primary {
+            0
+        } else if !k.unique {
+            3
+        } else if k.columns.iter().any(|&c| def.columns[c].nullable) {
+            2
+        } else {
+            1
+        }
+    });
     keys
 }
 

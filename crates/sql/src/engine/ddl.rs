@@ -387,22 +387,43 @@ fn alter_table_options(words: &[(usize, &Token)]) -> Option<SqlResult<CatalogStm
 /// `ALTER TABLE … DROP CHECK name …` (MySQL 8's, which Django sends to a
 /// server that says MySQL): parsed with `DROP CONSTRAINT` for each
 /// `DROP CHECK` outside parentheses; None when there is none.
+///
+/// Django names a check that is named after its one column (MariaDB's name
+/// for a column's CHECK, which Skarv gives) `__unnamed_constraint_<n>__`
+/// and drops it by that name before it redefines the column: that DROP
+/// becomes `DROP CONSTRAINT IF EXISTS` (a note, as Django's MariaDB
+/// backend sends), and the redefinition drops the column's check.
 fn alter_drop_check(tokens: &[Token]) -> Option<SqlResult<CatalogStmt>> {
-    let mut out: Vec<Token> = tokens.to_vec();
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len() + 4);
     let mut depth = 0i32;
     let mut after_drop = false;
     let mut changed = false;
-    for token in &mut out {
+    for (at, token) in tokens.iter().enumerate() {
         match token {
-            Token::Whitespace(_) => continue,
+            Token::Whitespace(_) => {
+                out.push(token.clone());
+                continue;
+            }
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
             Token::Word(w) if depth == 0 && after_drop && w.keyword == Keyword::CHECK => {
-                *token = Token::make_keyword("CONSTRAINT");
+                out.push(Token::make_keyword("CONSTRAINT"));
+                let name = tokens[at + 1..]
+                    .iter()
+                    .find(|t| !matches!(t, Token::Whitespace(_)));
+                if matches!(name, Some(Token::Word(n)) if is_djangos_unnamed(&n.value)) {
+                    out.push(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+                    out.push(Token::make_keyword("IF"));
+                    out.push(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+                    out.push(Token::make_keyword("EXISTS"));
+                }
                 changed = true;
+                after_drop = false;
+                continue;
             }
             _ => {}
         }
+        out.push(token.clone());
         after_drop = depth == 0 && matches!(token, Token::Word(w) if w.keyword == Keyword::DROP);
     }
     if !changed {
@@ -416,6 +437,14 @@ fn alter_drop_check(tokens: &[Token]) -> Option<SqlResult<CatalogStmt>> {
         Ok(_) => Err(SqlError::syntax("one ALTER TABLE expected")),
         Err(e) => Err(e),
     })
+}
+
+/// Django's name for a constraint named after its column:
+/// `__unnamed_constraint_<n>__`.
+fn is_djangos_unnamed(name: &str) -> bool {
+    name.strip_prefix("__unnamed_constraint_")
+        .and_then(|rest| rest.strip_suffix("__"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn rest_is_empty(rest: &[(usize, &Token)]) -> bool {
@@ -1813,6 +1842,12 @@ fn check_def(def: &TableDef) -> TableDef {
 /// The native indexes of a key: an ordered index, and for a UNIQUE key
 /// also its unique hash index `name$unique`.
 fn index_defs(name: &str, columns: Vec<usize>, unique: bool) -> SqlResult<Vec<IndexDef>> {
+    if name.len() > schema::NAME_BYTES_MAX {
+        return Err(SqlError::new(
+            codes::TOO_LONG_IDENT,
+            format!("Identifier name '{name}' is too long"),
+        ));
+    }
     let mut out = vec![IndexDef {
         name: name.to_owned(),
         id: 0,
@@ -1821,16 +1856,8 @@ fn index_defs(name: &str, columns: Vec<usize>, unique: bool) -> SqlResult<Vec<In
     }];
     if unique {
         let hash = format!("{name}{UNIQUE_SUFFIX}");
-        if hash.len() > schema::NAME_BYTES_MAX {
-            return Err(SqlError::new(
-                codes::TOO_LONG_IDENT,
-                format!(
-                    "Identifier name '{name}' is too long (a unique key's name takes at most {} \
-                     bytes in Skarv)",
-                    schema::NAME_BYTES_MAX - UNIQUE_SUFFIX.len()
-                ),
-            ));
-        }
+        // The dictionary takes the suffix beyond a key name's 64 bytes.
+        debug_assert!(hash.len() <= schema::INDEX_NAME_BYTES_MAX);
         out.push(IndexDef {
             name: hash,
             id: 0,
@@ -4823,6 +4850,26 @@ mod tests {
                 AlterTableOperation::DropConstraint { name, .. },
                 AlterTableOperation::DropColumn { .. },
             ] if name.value == "c1"
+        ));
+        // c1 must exist; Django's made-up name for a column's check may not.
+        let if_exists = |sql: &str| {
+            let Some(Ok(CatalogStmt::AlterTable { statement })) = recognise(sql) else {
+                panic!("DROP CHECK not recognised: {sql}");
+            };
+            let Statement::AlterTable(alter) = *statement else {
+                panic!("not an ALTER TABLE");
+            };
+            match alter.operations.as_slice() {
+                [AlterTableOperation::DropConstraint { if_exists, .. }] => *if_exists,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(!if_exists("ALTER TABLE t DROP CHECK c1"));
+        assert!(if_exists(
+            "ALTER TABLE `t` DROP CHECK `__unnamed_constraint_12__`"
+        ));
+        assert!(!if_exists(
+            "ALTER TABLE t DROP CHECK __unnamed_constraint___"
         ));
         // Without DROP CHECK, sqlparser parses the statement itself.
         assert!(recognise("ALTER TABLE t ADD CHECK (a > 0)").is_none());
