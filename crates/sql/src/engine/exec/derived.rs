@@ -170,6 +170,44 @@ pub(crate) fn derived(
     })
 }
 
+/// A virtual table (`information_schema.TABLES`, `ndbinfo.…`) read whole
+/// as a derived table named by the FROM's alias or the table's name, so
+/// that a join or a subquery reads it as it reads kept rows: what tools
+/// and ORMs send (Django's constraints, a `KEY_COLUMN_USAGE` joined with
+/// `TABLE_CONSTRAINTS`).
+pub(crate) fn of_virtual(
+    conn: &mut Conn<'_>,
+    db: &str,
+    table_name: &str,
+    alias: Option<&ast::TableAlias>,
+) -> SqlResult<Derived> {
+    let (metas, rows) = crate::engine::show::virtual_rows(conn, db, table_name)?;
+    let alias = alias.map_or_else(|| table_name.to_owned(), |a| a.name.value.clone());
+    let columns: Vec<ScopeColumn> = metas
+        .into_iter()
+        .map(|meta| ScopeColumn {
+            default: None,
+            name: meta.name.clone(),
+            table: alias.as_str().into(),
+            kind: super::select::meta_kind(&meta),
+            nullable: true,
+            meta,
+            members: None,
+        })
+        .collect();
+    let rows: Vec<Vec<Val>> = rows
+        .iter()
+        .map(|r| r.iter().map(super::convert::from_sql).collect())
+        .collect();
+    let table = Arc::new(table_of(&alias, &columns));
+    Ok(Derived {
+        alias,
+        columns,
+        table,
+        rows: Arc::new(rows),
+    })
+}
+
 /// Views inside views, at most (a view naming itself, directly or not,
 /// would never end).
 pub const VIEW_NESTING_MAX: usize = 32;

@@ -323,7 +323,21 @@ fn add_table(
             alias,
             args: None,
             ..
-        } if !super::select::is_virtual(conn, name) => match super::source_of(conn, name)? {
+        } if super::select::is_virtual(conn, name) => {
+            let (db, table_name) = super::select::virtual_table(conn, name).unwrap_or_default();
+            Some(super::derived::of_virtual(
+                conn,
+                &db,
+                &table_name,
+                alias.as_ref(),
+            )?)
+        }
+        ast::TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => match super::source_of(conn, name)? {
             super::Source::View(v) => {
                 Some(super::derived::of_view(conn, &v, alias.as_ref(), params)?)
             }
@@ -379,9 +393,6 @@ fn add_table(
         };
         return Err(SqlError::unsupported(what));
     };
-    if super::select::is_virtual(conn, name) {
-        return Err(SqlError::unsupported("joins of information_schema tables"));
-    }
     let table = table_of(conn, name)?;
     let alias = alias
         .as_ref()

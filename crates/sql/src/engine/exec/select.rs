@@ -708,28 +708,9 @@ fn plan_select(
         [twj] if twj.joins.is_empty() => match &twj.relation {
             ast::TableFactor::Table { name, alias, .. } if virtual_table(conn, name).is_some() => {
                 let (db, table_name) = virtual_table(conn, name).unwrap_or_default();
-                let (metas, rows) = crate::engine::show::virtual_rows(conn, &db, &table_name)?;
-                let a = alias
-                    .as_ref()
-                    .map_or_else(|| table_name.clone(), |a| a.name.value.clone());
-                let columns = metas
-                    .into_iter()
-                    .map(|meta| ScopeColumn {
-                        default: None,
-                        name: meta.name.clone(),
-                        table: a.as_str().into(),
-                        kind: meta_kind(&meta),
-                        nullable: true,
-                        meta,
-                        members: None,
-                    })
-                    .collect();
-                let rows = rows
-                    .iter()
-                    .map(|r| r.iter().map(convert::from_sql).collect())
-                    .collect();
-                virtual_source = Some((columns, rows));
-                (None, a)
+                let d = super::derived::of_virtual(conn, &db, &table_name, alias.as_ref())?;
+                virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
+                (None, d.alias)
             }
             ast::TableFactor::Table {
                 name,
@@ -1718,7 +1699,7 @@ pub(crate) fn virtual_table(conn: &Conn<'_>, name: &ast::ObjectName) -> Option<(
 }
 
 /// The kind of a virtual table's column, from its type.
-fn meta_kind(meta: &ColumnMeta) -> Kind {
+pub(super) fn meta_kind(meta: &ColumnMeta) -> Kind {
     use crate::value::ColumnType as T;
     match meta.ty {
         T::Tiny | T::Short | T::Long | T::Int24 | T::LongLong | T::Year => Kind::Int {
