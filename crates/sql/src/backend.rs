@@ -112,6 +112,9 @@ pub struct Login<'a> {
     pub host: IpAddr,
     /// The database asked for with `CLIENT_CONNECT_WITH_DB`.
     pub database: Option<&'a str>,
+    /// The client set `CLIENT_FOUND_ROWS`: an UPDATE's affected rows are
+    /// the rows it matched, not only those it changed (Django asks so).
+    pub found_rows: bool,
 }
 
 /// One connection's SQL side. Every method answers; none panics on bad

@@ -184,6 +184,7 @@ fn login(mut conn: Conn<'_>) -> Conn<'_> {
         user: "root",
         host: LOCALHOST,
         database: None,
+        found_rows: false,
     };
     conn.logged_in(&login).expect("root@localhost logs in");
     conn

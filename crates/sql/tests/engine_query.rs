@@ -132,6 +132,7 @@ fn root_in_db(conn: &mut Conn<'_>) {
         user: "root",
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         database: Some("db"),
+        found_rows: false,
     };
     conn.logged_in(&root).expect("root@localhost logs in");
 }
@@ -436,6 +437,7 @@ fn maintenance_and_server_info(
         user: "plain",
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         database: Some("db"),
+        found_rows: false,
     };
     plain.logged_in(&login).expect("plain logs in");
     let sql = "SELECT GRANTEE, PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES";

@@ -192,6 +192,7 @@ impl Engine {
             deferred: None,
             text_parsed: None,
             statement_started: Instant::now(),
+            found_rows: false,
         }
     }
 }
@@ -236,6 +237,9 @@ pub struct Conn<'s> {
     /// When the running statement started (`max_statement_time` counts
     /// from it; `status::statement_start` sets it).
     pub statement_started: Instant,
+    /// The client asked for `CLIENT_FOUND_ROWS` at login: affected rows
+    /// count the rows matched ([`Conn::affected`]).
+    pub found_rows: bool,
 }
 
 /// A statement started and not yet answered: its read waits to be sent.
@@ -918,6 +922,7 @@ impl<'s> Backend for Conn<'s> {
 
     fn logged_in(&mut self, login: &Login<'_>) -> Result<(), SqlError> {
         users::logged_in(self, login)?;
+        self.found_rows = login.found_rows;
         self.status.logged_in = true;
         Ok(())
     }

@@ -422,6 +422,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             user: &request.user,
             host: self.w.peer,
             database: request.database.as_deref(),
+            found_rows: self.w.caps & caps::FOUND_ROWS != 0,
         };
         if !self.authenticate(&login, request.response, request.plugin)? {
             return Ok(false);

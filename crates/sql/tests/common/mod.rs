@@ -32,6 +32,7 @@ pub fn log_in_root(conn: &mut Conn<'_>) {
         user: "root",
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         database: None,
+        found_rows: false,
     };
     conn.logged_in(&root).expect("root@localhost logs in");
 }

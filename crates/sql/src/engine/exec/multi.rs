@@ -612,7 +612,7 @@ pub(super) fn update(
     }
     let (matched, changed) = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
-        affected_rows: changed,
+        affected_rows: if conn.found_rows { matched } else { changed },
         // MariaDB's multi-table UPDATE counts only the values' warnings
         // here (`cuted_fields`), not a CHECK's or a condition's.
         info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: {cut}"),

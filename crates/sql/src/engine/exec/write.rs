@@ -1594,7 +1594,7 @@ fn upsert_rows(
         if let Some((_, pk)) = holder {
             duplicates += 1;
             let access = plan::Access::Keys(vec![pk]);
-            if let Some(auto) = upsert_update(
+            let upserted = upsert_update(
                 conn,
                 tx,
                 table,
@@ -1607,9 +1607,10 @@ fn upsert_rows(
                 n,
                 ignore,
                 undo.as_deref_mut(),
-            )? {
+            )?;
+            affected += upserted.affected(conn.found_rows);
+            if let Upserted::Changed(auto) = upserted {
                 done[n] = RowDone::Updated(auto);
-                affected += 2;
                 changed += 1;
             }
             continue;
@@ -1659,7 +1660,7 @@ fn upsert_rows(
         }
         duplicates += 1;
         let access = plan::Access::Keys(vec![primary_key_of(def, row)]);
-        if let Some(auto) = upsert_update(
+        let upserted = upsert_update(
             conn,
             tx,
             table,
@@ -1672,9 +1673,10 @@ fn upsert_rows(
             n,
             ignore,
             undo.as_deref_mut(),
-        )? {
+        )?;
+        affected += upserted.affected(conn.found_rows);
+        if let Upserted::Changed(auto) = upserted {
             done[n] = RowDone::Updated(auto);
-            affected += 2;
             changed += 1;
         }
     }
@@ -1706,9 +1708,30 @@ fn missing_parent(
     Ok(failed.into_iter().flatten().next())
 }
 
+/// What the update half of ON DUPLICATE KEY UPDATE did to a row.
+enum Upserted {
+    /// Changed it; its AUTO_INCREMENT value after (0 for none).
+    Changed(u64),
+    /// Found it, and its new values were its old ones.
+    Unchanged,
+    /// Left it (it was gone, or IGNORE passed over a FOREIGN KEY error).
+    Skipped,
+}
+
+impl Upserted {
+    /// The row's share of the statement's affected rows: 2 changed, and
+    /// under `CLIENT_FOUND_ROWS` 1 found unchanged (MariaDB's).
+    fn affected(&self, found_rows: bool) -> u64 {
+        match self {
+            Upserted::Changed(_) => 2,
+            Upserted::Unchanged => u64::from(found_rows),
+            Upserted::Skipped => 0,
+        }
+    }
+}
+
 /// The update half of ON DUPLICATE KEY UPDATE: the row `access` finds,
-/// with VALUES(col) reading `inserted`. Returns, when it changed the
-/// row, the row's AUTO_INCREMENT value after (0 for none).
+/// with VALUES(col) reading `inserted`.
 #[allow(clippy::too_many_arguments)]
 fn upsert_update(
     conn: &mut Conn<'_>,
@@ -1726,7 +1749,7 @@ fn upsert_update(
     n: usize,
     ignore: bool,
     undo: Option<&mut Vec<Undo>>,
-) -> SqlResult<Option<u64>> {
+) -> SqlResult<Upserted> {
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
     // INSERT IGNORE's update converts as its insert does (a warning).
@@ -1737,7 +1760,7 @@ fn upsert_update(
         tx, table, access, None, lock, false, None, &mut ctx, None, None, None,
     )?;
     let Some((old, key)) = found.into_iter().next() else {
-        return Ok(None);
+        return Ok(Upserted::Skipped);
     };
     ctx.insert_values = inserted;
     let changes = changes_of(table, &old, 0, assignments, checks, &mut ctx, n + 1)?;
@@ -1760,7 +1783,7 @@ fn upsert_update(
             Err(e) if ignore && e.code == codes::NO_REFERENCED_ROW_2 => {
                 ctx.warn(e.code, e.message);
                 keep_warnings(conn, &mut ctx);
-                return Ok(None);
+                return Ok(Upserted::Skipped);
             }
             Err(e) => return Err(e),
         }
@@ -1790,7 +1813,7 @@ fn upsert_update(
         returned.push(sql_row_after(table, &old, &changes, ctx.env.tz_secs));
     }
     if !changed {
-        return Ok(None);
+        return Ok(Upserted::Unchanged);
     }
     let auto = table
         .columns
@@ -1805,7 +1828,7 @@ fn upsert_update(
                 None => auto_value(&old[c]),
             }
         });
-    Ok(Some(auto))
+    Ok(Upserted::Changed(auto))
 }
 
 /// How a statement inside a transaction takes back a row it wrote when a
@@ -3740,7 +3763,7 @@ fn update(
         )
     };
     Ok(Answered::Ok(OkInfo {
-        affected_rows: changed,
+        affected_rows: if conn.found_rows { matched } else { changed },
         info,
         ..OkInfo::default()
     }))
