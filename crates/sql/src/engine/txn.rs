@@ -324,9 +324,21 @@ pub fn finish<'s, T>(
             let pending = tx.pending_ops();
             let clean = pending == 0 || (batching(conn) && pending == conn.tx.pending_at_start);
             let usable = clean && tx.execute(ExecMode::NoCommit).is_ok();
+            let mut error = error;
             if in_transaction(conn) && usable {
                 conn.tx.tx = Some(tx);
             } else {
+                if in_transaction(conn)
+                    && conn.tx.writes > 1
+                    && !error.message.contains("transaction")
+                {
+                    // Earlier statements' writes went with it (a unique
+                    // index's duplicate ends a native transaction, as in
+                    // NDB): the client must not think them kept.
+                    error.message.push_str(
+                        " (the whole transaction was rolled back, with its earlier writes)",
+                    );
+                }
                 // The whole transaction is gone (as InnoDB's deadlock and
                 // NDB's errors end it): later statements start afresh.
                 conn.tx.savepoints.clear();

@@ -151,6 +151,7 @@ pub fn explain(
             select::Format::Traditional
         }
         (false, Some(K::Keyword(F::JSON) | K::Assignment(F::JSON))) => select::Format::Json,
+        (false, Some(K::Keyword(F::TREE) | K::Assignment(F::TREE))) => select::Format::Tree,
         (false, Some(other)) => {
             return Err(SqlError::unsupported(format_args!("EXPLAIN {other}")));
         }
@@ -173,10 +174,29 @@ pub fn write(
     statement: &Statement,
     params: &[SqlValue],
 ) -> SqlResult<Answered> {
+    let writes_before = conn.tx.writes;
     start_write(conn)?;
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
-    match write::run(conn, statement, &params, &placeholders) {
+    let answered = write_as_run(conn, statement, &params, &placeholders);
+    if answered.is_err() {
+        // A failed write that left the transaction open took back what it
+        // wrote (one that did not ended the transaction, `writes` 0): a
+        // `ROLLBACK TO SAVEPOINT` after it passes no write (Django's
+        // savepoint around a create that fails with 1062).
+        conn.tx.writes = conn.tx.writes.min(writes_before);
+    }
+    answered
+}
+
+/// [`write::run`], through the view it names when it names one.
+fn write_as_run(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    match write::run(conn, statement, params, placeholders) {
         // The target is a view (`table_of`): the statement of its table,
         // when it is updatable; checked only once a write fails so.
         Err(e) if e.code == codes::NON_UPDATABLE_TABLE => {
@@ -184,7 +204,7 @@ pub fn write(
                 Some((rewritten, checks)) => {
                     // The views' CHECK OPTIONs hold for this write only.
                     conn.view_checks = checks;
-                    let answered = write::run(conn, &rewritten, &params, &placeholders);
+                    let answered = write::run(conn, &rewritten, params, placeholders);
                     conn.view_checks.clear();
                     answered
                 }
