@@ -1,14 +1,17 @@
 //! Application drivers against a sandbox's SQL node: Go's
-//! `github.com/go-sql-driver/mysql` (`tests/drivers/go`) and JDBC — MySQL
-//! Connector/J and MariaDB Connector/J (`tests/drivers/java`). Each program
+//! `github.com/go-sql-driver/mysql` (`tests/drivers/go`), JDBC — MySQL
+//! Connector/J and MariaDB Connector/J (`tests/drivers/java`) — and
+//! Python's ORMs over PyMySQL, SQLAlchemy and Django with its migrations
+//! (`tests/drivers/python/orms.py`). Each program
 //! logs in, creates a schema, writes and reads back every column type
 //! through server-side and client-side prepared statements, and checks
 //! transactions, batches, generated keys, error codes, metadata, a pool of
 //! connections and multiple result sets; it prints `drivers-…: ok` or names
 //! the check that failed. The same programs pass against MariaDB 10.11.
 //!
-//! `go`, `mvn` and `java` must be installed (`.ci/run` installs them): a
-//! missing tool fails the test, naming it. Go's modules come from its proxy
+//! `go`, `mvn` and `java` must be installed, and Django and SQLAlchemy in
+//! `target/ci-tools/python` (`.ci/run` installs them): a missing tool
+//! fails the test, naming it. Go's modules come from its proxy
 //! the first time (then its module cache); Maven's artifacts go to
 //! `target/ci-tools/m2`, fetched once.
 
@@ -86,6 +89,36 @@ fn jdbc_drivers_work_against_the_sql_node() {
     assert!(output.status.success(), "{}", text(&output));
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("drivers-java: ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn python_orms_work_against_the_sql_node() {
+    let packages = target_dir().join("ci-tools/python");
+    let found = Command::new("python3")
+        .args(["-c", "import django, sqlalchemy, pymysql"])
+        .env("PYTHONPATH", &packages)
+        .output();
+    assert!(
+        found.as_ref().is_ok_and(|o| o.status.success()),
+        "NOT INSTALLED: Django and SQLAlchemy in {} (.ci/run installs them: pip install \
+         --target {} 'django==5.2.*' 'sqlalchemy==2.0.*'), or PyMySQL: {found:?}",
+        packages.display(),
+        packages.display()
+    );
+    let sandbox = start("sql-drivers-python", 49_000);
+    let port = sandbox.sql_port().to_string();
+    let output = Command::new("python3")
+        .arg(root().join("tests/drivers/python/orms.py"))
+        .args(["--host", "127.0.0.1", "--port", &port])
+        .env("PYTHONPATH", &packages)
+        .output()
+        .expect("run python3");
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("drivers-python: ok"),
         "{}",
         text(&output)
     );

@@ -541,3 +541,160 @@ fn a_large_result_is_sent_as_it_is_read() {
     let count: Option<u64> = conn.query_first("SELECT COUNT(*) FROM m").expect("count m");
     assert_eq!(count, Some(ROWS as u64));
 }
+
+/// What Django's MySQL backend relies on, through a real client: affected
+/// rows under `CLIENT_FOUND_ROWS` (an UPDATE that matched but changed
+/// nothing is 1, not 0: Django's `update_or_create` and `save()` check
+/// it), `EXPLAIN FORMAT=TREE` (its `explain()`), `DROP CHECK` of the name
+/// it makes up for a column's check, and `ROLLBACK TO SAVEPOINT` after a
+/// write that failed (its `atomic()` around a create).
+#[test]
+fn what_django_relies_on() {
+    let sandbox = Sandbox::start_configured("sql-session-django", 48_500, 2, &["--sql-nodes", "1"]);
+    let port = sandbox.sql_port();
+    let found: Opts = OptsBuilder::from_opts(opts(port, "root", None))
+        .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS)
+        .into();
+    let mut django = Conn::new(found).expect("root, with CLIENT_FOUND_ROWS");
+    let mut plain = connect(port, "root", None).expect("root");
+    django
+        .query_drop("CREATE DATABASE dj")
+        .expect("create database");
+    for conn in [&mut django, &mut plain] {
+        conn.query_drop("USE dj").expect("use");
+    }
+    django
+        .query_drop(
+            "CREATE TABLE t (id INT PRIMARY KEY, v INT, u INT UNIQUE, \
+             n INT UNSIGNED CHECK (n >= 0))",
+        )
+        .expect("create table");
+    django
+        .query_drop("CREATE TABLE o (id INT PRIMARY KEY)")
+        .expect("create table");
+    django
+        .query_drop("INSERT INTO t VALUES (1, 1, 1, 1), (2, 2, 2, 2), (3, 3, 3, 3)")
+        .expect("insert");
+    django
+        .query_drop("INSERT INTO o VALUES (1), (2)")
+        .expect("insert");
+    // (statement, affected rows with CLIENT_FOUND_ROWS, without): MariaDB's.
+    let cases = [
+        ("UPDATE t SET v = 1 WHERE id IN (1, 2)", 2, 1),
+        ("UPDATE t SET v = v", 3, 0),
+        ("UPDATE t, o SET t.v = o.id WHERE t.id = o.id", 2, 1),
+        (
+            "INSERT INTO t VALUES (1, 1, 1, 1) ON DUPLICATE KEY UPDATE v = 1",
+            1,
+            0,
+        ),
+        (
+            "INSERT INTO t VALUES (1, 1, 1, 1), (4, 4, 4, 4) ON DUPLICATE KEY UPDATE v = 9",
+            3,
+            3,
+        ),
+    ];
+    for (sql, with_flag, _) in cases {
+        django.query_drop(sql).expect(sql);
+        assert_eq!(django.affected_rows(), with_flag, "FOUND_ROWS: {sql}");
+        let row_count: Option<i64> = django.query_first("SELECT ROW_COUNT()").expect("row_count");
+        assert_eq!(row_count, Some(with_flag as i64), "ROW_COUNT() of {sql}");
+    }
+    plain
+        .query_drop("DELETE FROM t WHERE id = 4")
+        .expect("delete");
+    plain.query_drop("UPDATE t SET v = id").expect("reset");
+    for (sql, _, without) in cases {
+        let sql = sql.replace("v = 9", "v = 4");
+        plain.query_drop(&sql).expect("statement");
+        assert_eq!(plain.affected_rows(), without, "without FOUND_ROWS: {sql}");
+    }
+
+    // EXPLAIN FORMAT=TREE: the tree EXPLAIN ANALYZE prints, estimated.
+    let tree: String = django
+        .query_first("EXPLAIN FORMAT=TREE SELECT * FROM t JOIN o ON o.id = t.id WHERE t.v > 0")
+        .expect("explain")
+        .expect("a row");
+    let lines: Vec<&str> = tree.lines().collect();
+    assert_eq!(lines.len(), 3, "{tree}");
+    assert!(
+        lines[0].starts_with("-> Nested loop inner join  (rows="),
+        "{tree}"
+    );
+    assert!(
+        lines[1].starts_with("    -> ") && lines[2].starts_with("    -> "),
+        "{tree}"
+    );
+    assert!(!tree.contains("actual time"), "not run: {tree}");
+    let tree: String = django
+        .query_first("EXPLAIN FORMAT=TREE SELECT * FROM t WHERE id = 2")
+        .expect("explain")
+        .expect("a row");
+    assert_eq!(
+        tree,
+        "-> Rows fetched by primary key on t (1 keys)  (rows=1)\n"
+    );
+
+    // Django drops a column's check by the name it made up for it, then
+    // redefines the column, which drops the check (MariaDB's naming).
+    django
+        .query_drop("ALTER TABLE t DROP CHECK `__unnamed_constraint_1__`")
+        .expect("a note, not an error");
+    let notes: Vec<(String, u16, String)> = django.query("SHOW WARNINGS").expect("warnings");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!((notes[0].0.as_str(), notes[0].1), ("Note", 1091));
+    assert_eq!(
+        code(django.query_drop("ALTER TABLE t DROP CHECK no_such_check")),
+        1091,
+        "a name of the user's own must exist"
+    );
+    django
+        .query_drop("ALTER TABLE t MODIFY n INT NOT NULL")
+        .expect("modify");
+    let checks: Vec<String> = django
+        .query("SELECT CONSTRAINT_NAME FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = 'dj'")
+        .expect("checks");
+    assert!(checks.is_empty(), "{checks:?}");
+
+    // A savepoint around a write that fails: the transaction keeps its
+    // earlier write, and rolling back to the savepoint passes no write.
+    django.query_drop("BEGIN").expect("begin");
+    django
+        .query_drop("UPDATE t SET v = 100 WHERE id = 1")
+        .expect("update");
+    django.query_drop("SAVEPOINT s1").expect("savepoint");
+    assert_eq!(
+        code(django.query_drop("INSERT INTO t VALUES (1, 0, 50, 0)")),
+        1062
+    );
+    django
+        .query_drop("ROLLBACK TO SAVEPOINT s1")
+        .expect("no write since the savepoint took effect");
+    django.query_drop("RELEASE SAVEPOINT s1").expect("release");
+    django.query_drop("COMMIT").expect("commit");
+    let v: Option<i32> = plain
+        .query_first("SELECT v FROM t WHERE id = 1")
+        .expect("select");
+    assert_eq!(v, Some(100));
+    // A duplicate in a UNIQUE key (not the primary key) ends the whole
+    // transaction, as in NDB: the error says so.
+    django.query_drop("BEGIN").expect("begin");
+    django
+        .query_drop("UPDATE t SET v = 200 WHERE id = 1")
+        .expect("update");
+    let Err(mysql::Error::MySqlError(e)) = django.query_drop("INSERT INTO t VALUES (9, 0, 2, 0)")
+    else {
+        panic!("a duplicate of u");
+    };
+    assert_eq!(e.code, 1062);
+    assert!(
+        e.message.contains("the whole transaction was rolled back"),
+        "{}",
+        e.message
+    );
+    django.query_drop("COMMIT").expect("commit");
+    let v: Option<i32> = plain
+        .query_first("SELECT v FROM t WHERE id = 1")
+        .expect("select");
+    assert_eq!(v, Some(100), "rolled back, as the error said");
+}
