@@ -21,8 +21,14 @@
 //! 3. *Index*: for every write that succeeded, in request order, the
 //!    index rows of old values that went away are deleted and those of new
 //!    values inserted (an existing one is a unique violation, 893, which
-//!    always aborts the transaction, `IGNORE_ERROR` or not: the base write
-//!    has already happened). NULL in an index column makes no index row.
+//!    aborts the transaction: the base write has already happened). NULL
+//!    in an index column makes no index row.
+//! 4. *Undo*: an insert with `IGNORE_ERROR` that met a unique violation
+//!    is taken back instead: its base row and the index rows it did insert
+//!    are deleted, and it answers 893 while the transaction goes on (as a
+//!    duplicate primary key does). The rows are still locked by this
+//!    transaction, so nothing saw them. An update or write that meets one
+//!    still aborts: taking it back would need its whole old row.
 //!
 //! Why segments: rounds reorder work (the lookups of a segment run before
 //! its base writes, its index writes after them). An operation by unique
@@ -81,6 +87,7 @@ enum Round {
     Lookup,
     Base,
     Index,
+    Undo,
 }
 
 /// What an operation sent to an LDM does for its client operation.
@@ -96,6 +103,11 @@ enum Role {
     IndexDelete(u16),
     /// Inserts the index row of a new value (unique index number).
     IndexInsert(u16),
+    /// Deletes the base row of an insert taken back.
+    UndoBase,
+    /// Deletes the index row an insert taken back inserted (unique index
+    /// number).
+    UndoIndex(u16),
 }
 
 /// An operation sent to an LDM; its position in `Plan::subs` is its
@@ -140,6 +152,12 @@ struct PlanOp {
     /// Its `Role::Base` sub, or `u32::MAX`.
     base_sub: u32,
     base_ok: bool,
+    /// The unique indexes (bit per index number) whose row of its new
+    /// value it inserted.
+    inserted: u64,
+    /// An insert with `IGNORE_ERROR` that met a unique violation: the
+    /// Undo round takes it back.
+    undo: bool,
 }
 
 /// The state of a planned request (kept in its transaction record).
@@ -200,11 +218,16 @@ struct SegmentEffects {
     moved: Vec<u32>,
     /// Indexes whose base table was written.
     touched: Vec<u32>,
+    /// (table id, hash of the primary key) of inserts the Undo round may
+    /// take back: a later op on that row sees it in a later segment (it
+    /// finds the row gone, as running in order gives).
+    undoable: HashSet<(u32, u64)>,
 }
 
 impl SegmentEffects {
     fn clear(&mut self) {
         self.inserted.clear();
+        self.undoable.clear();
         self.moved.clear();
         self.touched.clear();
     }
@@ -296,6 +319,8 @@ impl TcBlock {
                 had_old: false,
                 base_sub: u32::MAX,
                 base_ok: false,
+                inserted: 0,
+                undo: false,
             };
             let checked = self.check_planned(&op, &mut p, effects);
             match checked {
@@ -339,9 +364,24 @@ impl TcBlock {
             if p.maintain {
                 p.base_pk.extend(op.keys().map(|v| v.to_value()));
             }
+            let undone_row = effects.undoable.iter().any(|(t, _)| *t == h.table_id) && {
+                let scratch = &mut self.scratch;
+                scratch.key_values.clear();
+                scratch.key_values.extend(op.keys().map(|v| v.to_value()));
+                scratch.key_bytes.clear();
+                table
+                    .primary
+                    .encode(&scratch.key_values, &mut scratch.key_bytes)
+                    .is_err()
+                    || effects
+                        .undoable
+                        .contains(&(h.table_id, distribution_hash(&scratch.key_bytes)))
+            };
             // A read of a hidden table sees the index writes of earlier ops
             // only in a later segment.
-            return Ok(table.unique_of.is_some() && effects.touched.contains(&h.table_id));
+            return Ok(
+                undone_row || (table.unique_of.is_some() && effects.touched.contains(&h.table_id))
+            );
         }
         let Some(table) = self.tables.get(&h.table_id) else {
             return Err((
@@ -406,6 +446,18 @@ impl TcBlock {
             return;
         }
         let table = &self.tables[&p.table_id];
+        if p.kind == OpKind::Insert && p.ignore_error {
+            self.scratch.key_bytes.clear();
+            if table
+                .primary
+                .encode(&p.base_pk, &mut self.scratch.key_bytes)
+                .is_ok()
+            {
+                effects
+                    .undoable
+                    .insert((p.table_id, distribution_hash(&self.scratch.key_bytes)));
+            }
+        }
         for index in &table.unique {
             if !effects.touched.contains(&index.id) {
                 effects.touched.push(index.id);
@@ -474,7 +526,8 @@ impl TcBlock {
         plan.round = match plan.round {
             Round::Lookup => Round::Base,
             Round::Base => Round::Index,
-            Round::Index => {
+            Round::Index => Round::Undo,
+            Round::Undo => {
                 plan.segment += 1;
                 Round::Lookup
             }
@@ -599,6 +652,35 @@ impl TcBlock {
                         continue;
                     }
                     self.stage_index_writes(pos, p, &op, &mut writer, subs)?;
+                }
+                Round::Undo => {
+                    if !p.undo {
+                        continue;
+                    }
+                    // Within the records `plan_records` counted for it: an
+                    // insert reads no old row and deletes no old value.
+                    debug_assert_eq!(p.kind, OpKind::Insert);
+                    p.undo = false;
+                    p.done = true;
+                    let header = OpHeader {
+                        op_index: subs.len() as u32,
+                        table_id: table.def.id,
+                        table_version: table.def.version,
+                        index_id: NO_INDEX,
+                        partition: p.partition,
+                        kind: OpKind::Delete,
+                        lock: LockMode::Exclusive,
+                        flags: 0,
+                    };
+                    writer.begin(&header);
+                    for v in &p.base_pk {
+                        writer.key(v.as_ref());
+                    }
+                    end_op(&mut writer)?;
+                    let group =
+                        self.group_of(p.partition, full, OpKind::Delete, LockMode::Exclusive);
+                    subs.push(sub(pos, Role::UndoBase, group));
+                    self.stage_undo_index(pos, p, &op, &mut writer, subs)?;
                 }
             }
         }
@@ -733,6 +815,68 @@ impl TcBlock {
                 );
                 subs.push(sub(pos, Role::IndexInsert(u), group));
             }
+        }
+        Ok(())
+    }
+
+    /// The Undo round's index deletes of an insert taken back: the row of
+    /// its new value in each index it inserted one in.
+    fn stage_undo_index(
+        &mut self,
+        pos: usize,
+        p: &PlanOp,
+        op: &OpView<'_>,
+        writer: &mut OpBatchWriter<'_>,
+        subs: &mut Vec<Sub>,
+    ) -> Result<(), (u32, u32, String)> {
+        let TcBlock {
+            tables,
+            map,
+            scratch,
+            ..
+        } = self;
+        let table = &tables[&p.table_id];
+        let mut values: Vec<Value> = Vec::new();
+        let mut key: Vec<u8> = Vec::new();
+        for (u, index) in table.unique.iter().enumerate() {
+            if p.inserted & (1 << u) == 0 {
+                continue;
+            }
+            let hidden = &tables[&index.id];
+            values.clear();
+            new_index_values(&table.def, index, op, &p.base_pk, None, &mut values);
+            key.clear();
+            hidden.distribution.encode(&values, &mut key).map_err(|e| {
+                (
+                    error::BAD_VALUE,
+                    p.op_index,
+                    format!(
+                        "table `{}`, unique index `{}`: {e}",
+                        table.def.name, index.name
+                    ),
+                )
+            })?;
+            let partition = partition_of(distribution_hash(&key), hidden.def.partitions);
+            writer.begin(&index_header(
+                &hidden.def,
+                subs.len(),
+                partition,
+                OpKind::Delete,
+            ));
+            for v in &values {
+                writer.key(v.as_ref());
+            }
+            end_op(writer)?;
+            let group = group_in(
+                map,
+                &mut scratch.groups,
+                partition,
+                hidden.def.fully_replicated,
+                OpKind::Delete,
+                LockMode::Exclusive,
+            );
+            let u = u16::try_from(u).expect("indexes ≤ INDEXES_MAX");
+            subs.push(sub(pos, Role::UndoIndex(u), group));
         }
         Ok(())
     }
@@ -884,7 +1028,16 @@ impl TcBlock {
                 Err(failed(result.code, error::message(result.code).into()))
             }
             Role::IndexInsert(u) => match result.code {
-                0 => Ok(()),
+                0 => {
+                    p.inserted |= 1 << u;
+                    Ok(())
+                }
+                // Taken back in the Undo round; the transaction goes on.
+                error::DUPLICATE_KEY if p.ignore_error && p.kind == OpKind::Insert => {
+                    p.code = error::UNIQUE_VIOLATION;
+                    p.undo = true;
+                    Ok(())
+                }
                 error::DUPLICATE_KEY => Err(failed(
                     error::UNIQUE_VIOLATION,
                     format!(
@@ -894,6 +1047,15 @@ impl TcBlock {
                     ),
                 )),
                 code => Err(failed(code, format!("writing unique index `{}`: {}", index_name(u), error::message(code)))),
+            },
+            Role::UndoBase | Role::UndoIndex(_) => match result.code {
+                0 => Ok(()),
+                // The rows are this transaction's, locked: not finding one
+                // means the transaction's writes cannot be trusted.
+                code => Err(failed(
+                    if code == error::NO_SUCH_ROW { error::BAD_OPERATION } else { code },
+                    format!("taking back an insert that met a unique violation: {}", error::message(code)),
+                )),
             },
             Role::IndexDelete(u) => match result.code {
                 0 => Ok(()),
