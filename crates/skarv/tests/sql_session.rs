@@ -676,13 +676,32 @@ fn what_django_relies_on() {
         .query_first("SELECT v FROM t WHERE id = 1")
         .expect("select");
     assert_eq!(v, Some(100));
-    // A duplicate in a UNIQUE key (not the primary key) ends the whole
-    // transaction, as in NDB: the error says so.
+    // A duplicate of another UNIQUE key in an INSERT fails only the
+    // statement too (the data nodes take the row back), as in MariaDB.
+    django.query_drop("BEGIN").expect("begin");
+    django
+        .query_drop("UPDATE t SET v = 150 WHERE id = 1")
+        .expect("update");
+    django.query_drop("SAVEPOINT s2").expect("savepoint");
+    assert_eq!(
+        code(django.query_drop("INSERT INTO t VALUES (9, 0, 2, 0)")),
+        1062
+    );
+    django
+        .query_drop("ROLLBACK TO SAVEPOINT s2")
+        .expect("the failed INSERT wrote nothing");
+    django.query_drop("COMMIT").expect("commit");
+    let v: Option<i32> = plain
+        .query_first("SELECT v FROM t WHERE id = 1")
+        .expect("select");
+    assert_eq!(v, Some(150));
+    // An UPDATE that would give a row another's UNIQUE value ends the
+    // whole transaction, as in NDB: the error says so.
     django.query_drop("BEGIN").expect("begin");
     django
         .query_drop("UPDATE t SET v = 200 WHERE id = 1")
         .expect("update");
-    let Err(mysql::Error::MySqlError(e)) = django.query_drop("INSERT INTO t VALUES (9, 0, 2, 0)")
+    let Err(mysql::Error::MySqlError(e)) = django.query_drop("UPDATE t SET u = 2 WHERE id = 1")
     else {
         panic!("a duplicate of u");
     };
@@ -696,5 +715,5 @@ fn what_django_relies_on() {
     let v: Option<i32> = plain
         .query_first("SELECT v FROM t WHERE id = 1")
         .expect("select");
-    assert_eq!(v, Some(100), "rolled back, as the error said");
+    assert_eq!(v, Some(150), "rolled back, as the error said");
 }

@@ -535,15 +535,17 @@ def django_step_1():
         a = Author.objects.select_for_update().get(name="A0")
         a.name = "A0b"
         a.save()
-        # A savepoint around a write that fails (get_or_create's pattern):
-        # the failed INSERT took nothing, the savepoint rolls back to it.
-        # (A duplicate in a UNIQUE key other than the primary key ends the
-        # whole transaction in Skarv, as in NDB: docs/sql.md.)
-        try:
-            with transaction.atomic():
-                Author.objects.create(id=a.id, name="dup", email="dup@x")
-        except IntegrityError:
-            pass
+        # A savepoint around a create that fails (get_or_create's
+        # pattern), on the primary key and on a UNIQUE column: the failed
+        # INSERT took nothing, the savepoint rolls back to it, and the
+        # outer transaction keeps its UPDATE.
+        for dup in (dict(id=a.id, email="dup@x"), dict(email="a1@x")):
+            try:
+                with transaction.atomic():
+                    Author.objects.create(name="dup", **dup)
+                raise SystemExit(f"drivers-python: django duplicate {dup} not refused")
+            except IntegrityError as e:
+                check("django duplicate in a savepoint", e.args[0], 1062)
         Tag.objects.get_or_create(name="t1")
     check(
         "django savepoint",

@@ -929,6 +929,24 @@ pub(super) fn for_column(ty: Option<&super::SqlType>, written: &ast::Expr, value
 
 /// The text of a duplicate key for 1062: the key's values joined by '-',
 /// and the key's name (PRIMARY, or the unique index the error names).
+/// The 1062 of an insert the data nodes answered with a duplicate, the
+/// transaction still open: an operation's 893 (an insert taken back) does
+/// not name the unique index, so the index is found by reading which one
+/// holds a value of the row (the transaction's own rows included).
+fn duplicate_of_op(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    row: &[(usize, Value)],
+    error: &skarv_client::Error,
+) -> SqlResult<SqlError> {
+    if error.code == native::UNIQUE_VIOLATION && !error.message.contains("unique index `") {
+        if let Some((found, _)) = unique_holder(tx, table, row)? {
+            return Ok(found);
+        }
+    }
+    Ok(duplicate_error(table, row, error))
+}
+
 pub(crate) fn duplicate_error(
     table: &TableInfo,
     row: &[(usize, Value)],
@@ -1183,7 +1201,7 @@ fn insert_rows(
                 Some(OpResult::Failed(e))
                     if e.code == native::DUPLICATE_KEY || e.code == native::UNIQUE_VIOLATION =>
                 {
-                    let err = duplicate_error(table, row, e);
+                    let err = duplicate_of_op(tx, table, row, e)?;
                     if ignore {
                         duplicates += 1;
                         duplicate[i] = Some(err);
