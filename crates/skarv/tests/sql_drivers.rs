@@ -98,7 +98,12 @@ fn jdbc_drivers_work_against_the_sql_node() {
 fn python_orms_work_against_the_sql_node() {
     let packages = target_dir().join("ci-tools/python");
     let found = Command::new("python3")
-        .args(["-c", "import django, sqlalchemy, pymysql"])
+        .args([
+            "-c",
+            "import django, sqlalchemy, pymysql; \
+             assert django.VERSION[:2] == (5, 2), django.VERSION; \
+             assert sqlalchemy.__version__.startswith('2.0.'), sqlalchemy.__version__",
+        ])
         .env("PYTHONPATH", &packages)
         .output();
     assert!(
