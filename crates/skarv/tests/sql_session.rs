@@ -716,4 +716,67 @@ fn what_django_relies_on() {
         .query_first("SELECT v FROM t WHERE id = 1")
         .expect("select");
     assert_eq!(v, Some(150), "rolled back, as the error said");
+    // ROLLBACK TO a savepoint that writes followed cannot take back part
+    // of the transaction: it fails, and the whole transaction is gone, so
+    // a COMMIT after it (Sequelize's) commits nothing the client undid.
+    django.query_drop("BEGIN").expect("begin");
+    django
+        .query_drop("UPDATE t SET v = 300 WHERE id = 1")
+        .expect("update");
+    django.query_drop("SAVEPOINT s3").expect("savepoint");
+    django
+        .query_drop("UPDATE t SET v = 400 WHERE id = 2")
+        .expect("update");
+    assert_eq!(code(django.query_drop("ROLLBACK TO SAVEPOINT s3")), 1105);
+    django.query_drop("COMMIT").expect("commit");
+    let vs: Vec<i32> = plain
+        .query("SELECT v FROM t WHERE id IN (1, 2) ORDER BY id")
+        .expect("select");
+    assert_eq!(vs, [150, 2], "neither write committed");
+    // A JSON column is sent with MySQL 8's type code, by which drivers
+    // (Node's mysql2) parse it; a LONGTEXT and an expression stay text.
+    use mysql::consts::ColumnType as T;
+    django
+        .query_drop("CREATE TABLE js (id INT PRIMARY KEY, j JSON, t LONGTEXT)")
+        .expect("create table");
+    django
+        .query_drop("INSERT INTO js VALUES (1, '{\"a\": 1}', 'x')")
+        .expect("insert");
+    let types = |conn: &mut Conn, sql: &str| -> Vec<T> {
+        let result = conn.query_iter(sql).expect(sql);
+        result
+            .columns()
+            .as_ref()
+            .iter()
+            .map(|c| c.column_type())
+            .collect()
+    };
+    assert_eq!(
+        types(&mut django, "SELECT j, t, CONCAT(j), j AS k FROM js"),
+        [
+            T::MYSQL_TYPE_JSON,
+            T::MYSQL_TYPE_BLOB,
+            T::MYSQL_TYPE_LONG_BLOB,
+            T::MYSQL_TYPE_JSON
+        ]
+    );
+    assert_eq!(
+        types(&mut django, "SELECT j FROM js UNION SELECT t FROM js"),
+        [T::MYSQL_TYPE_BLOB]
+    );
+    let mut stmt_types = {
+        let stmt = django
+            .prep("SELECT j FROM js WHERE id = ?")
+            .expect("prepare");
+        stmt.columns()
+            .iter()
+            .map(|c| c.column_type())
+            .collect::<Vec<_>>()
+    };
+    stmt_types.dedup();
+    assert_eq!(stmt_types, [T::MYSQL_TYPE_JSON]);
+    let j: Option<String> = django
+        .exec_first("SELECT j FROM js WHERE id = ?", (1,))
+        .expect("execute");
+    assert_eq!(j.as_deref(), Some("{\"a\": 1}"));
 }

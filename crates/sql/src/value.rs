@@ -201,6 +201,11 @@ pub struct ColumnMeta {
     /// Digits after the point (DECIMAL, fractional seconds); 0x1f for
     /// floating point without a declared scale, as MySQL sends.
     pub decimals: u8,
+    /// A JSON column's (LONGTEXT with MariaDB's `json_valid` check): sent
+    /// to clients with MySQL 8's type code JSON (245), by which drivers
+    /// (Node's mysql2, Connector/J) know to parse the text; everywhere
+    /// else the column is the LONGTEXT `ty` says.
+    pub json: bool,
 }
 
 impl ColumnMeta {
@@ -223,6 +228,7 @@ impl ColumnMeta {
             ty,
             flags: 0,
             decimals: 0,
+            json: false,
         }
     }
 }

@@ -789,6 +789,12 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
         if default.is_none() && !default_now && !column.nullable && !auto_increment {
             meta.flags |= flags::NO_DEFAULT_VALUE;
         }
+        // MariaDB's JSON column: LONGTEXT with its implicit check.
+        meta.json = matches!(ty, SqlType::Text { .. })
+            && sql.checks.iter().any(|c| {
+                c.column.as_deref() == Some(column.name.as_str())
+                    && c.expr == format!("json_valid(`{}`)", column.name)
+            });
         meta.schema = db.into();
         meta.table = name.into();
         meta.org_table = Arc::clone(&meta.table);
@@ -1562,5 +1568,6 @@ pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
         ty,
         flags,
         decimals,
+        json: false,
     }
 }

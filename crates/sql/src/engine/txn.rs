@@ -141,15 +141,18 @@ fn savepoint_at(conn: &Conn<'_>, name: &str) -> SqlResult<usize> {
 /// `ROLLBACK TO [SAVEPOINT] name`: the native transaction cannot take
 /// back some of its writes, so only a savepoint no write came after may be
 /// rolled back to (mysqldump's `--single-transaction` sets one before
-/// each table it reads and rolls back to it after); otherwise 1105, and
-/// the transaction goes on as it was.
+/// each table it reads and rolls back to it after). After writes the
+/// whole transaction is rolled back and the statement fails (1105): the
+/// writes the client wanted undone must never reach a later COMMIT
+/// (Sequelize commits after a failed rollback to a savepoint).
 fn rollback_to_savepoint(conn: &mut Conn<'_>, name: &str) -> SqlResult<Answered> {
     let at = savepoint_at(conn, name)?;
     let (_, writes_then) = conn.tx.savepoints[at];
     if conn.tx.writes != writes_then {
+        rollback(conn);
         return Err(SqlError::unsupported(format_args!(
-            "ROLLBACK TO SAVEPOINT {name} after writes: Skarv takes back a whole \
-             transaction, not part of one (ROLLBACK does)"
+            "ROLLBACK TO SAVEPOINT {name} after writes: Skarv cannot take back part of a \
+             transaction, so the whole transaction was rolled back"
         )));
     }
     conn.tx.savepoints.truncate(at + 1);

@@ -1251,7 +1251,11 @@ fn write_column<S: Read + Write>(
     out.push(0x0c);
     put_u16(out, column.charset);
     put_u32(out, column.length);
-    out.push(column.ty as u8);
+    out.push(if column.json {
+        crate::value::ColumnType::Json as u8
+    } else {
+        column.ty as u8
+    });
     put_u16(out, column.flags);
     out.push(column.decimals);
     put_u16(out, 0);

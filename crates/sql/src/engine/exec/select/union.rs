@@ -91,6 +91,8 @@ pub(super) fn column(arms: &[Arm<'_>]) -> Column {
     } else {
         meta.flags |= flags::NOT_NULL;
     }
+    // JSON only where every SELECT's column is.
+    meta.json = typed.iter().all(|a| a.meta.json) && !typed.is_empty();
     // A text column's characters (a number's text is cut to them).
     let chars = if meta.charset == charset::BINARY {
         meta.length
