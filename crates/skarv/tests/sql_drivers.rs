@@ -2,16 +2,18 @@
 //! `github.com/go-sql-driver/mysql` (`tests/drivers/go`), JDBC — MySQL
 //! Connector/J and MariaDB Connector/J (`tests/drivers/java`) — and
 //! Python's ORMs over PyMySQL, SQLAlchemy and Django with its migrations
-//! (`tests/drivers/python/orms.py`). Each program
+//! (`tests/drivers/python/orms.py`), and Node's mysql2 with Sequelize
+//! (`tests/drivers/node/orms.js`). Each program
 //! logs in, creates a schema, writes and reads back every column type
 //! through server-side and client-side prepared statements, and checks
 //! transactions, batches, generated keys, error codes, metadata, a pool of
 //! connections and multiple result sets; it prints `drivers-…: ok` or names
 //! the check that failed. The same programs pass against MariaDB 10.11.
 //!
-//! `go`, `mvn` and `java` must be installed, and Django and SQLAlchemy in
-//! `target/ci-tools/python` (`.ci/run` installs them): a missing tool
-//! fails the test, naming it. Go's modules come from its proxy
+//! `go`, `mvn`, `java` and `node` must be installed, Django and SQLAlchemy
+//! in `target/ci-tools/python` and mysql2 and Sequelize in
+//! `tests/drivers/node/node_modules` (`.ci/run` installs them): a missing
+//! tool fails the test, naming it. Go's modules come from its proxy
 //! the first time (then its module cache); Maven's artifacts go to
 //! `target/ci-tools/m2`, fetched once.
 
@@ -124,6 +126,31 @@ fn python_orms_work_against_the_sql_node() {
     assert!(output.status.success(), "{}", text(&output));
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("drivers-python: ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn node_mysql2_and_sequelize_work_against_the_sql_node() {
+    require_tool("node", "--version", "nodejs");
+    let dir = root().join("tests/drivers/node");
+    assert!(
+        dir.join("node_modules/sequelize").is_dir() && dir.join("node_modules/mysql2").is_dir(),
+        "NOT INSTALLED: mysql2 and Sequelize in {} (.ci/run installs them: npm ci there)",
+        dir.display()
+    );
+    let sandbox = start("sql-drivers-node", 49_500);
+    let port = sandbox.sql_port().to_string();
+    let output = Command::new("node")
+        .arg("orms.js")
+        .args(["--host", "127.0.0.1", "--port", &port])
+        .current_dir(&dir)
+        .output()
+        .expect("run node");
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("drivers-node: ok"),
         "{}",
         text(&output)
     );
