@@ -651,7 +651,7 @@ impl TcBlock {
                     if !p.maintain || !p.base_ok {
                         continue;
                     }
-                    self.stage_index_writes(pos, p, &op, &mut writer, subs)?;
+                    self.stage_index_writes(pos, p, &op, &mut writer, subs, false)?;
                 }
                 Round::Undo => {
                     if !p.undo {
@@ -680,7 +680,7 @@ impl TcBlock {
                     let group =
                         self.group_of(p.partition, full, OpKind::Delete, LockMode::Exclusive);
                     subs.push(sub(pos, Role::UndoBase, group));
-                    self.stage_undo_index(pos, p, &op, &mut writer, subs)?;
+                    self.stage_index_writes(pos, p, &op, &mut writer, subs, true)?;
                 }
             }
         }
@@ -689,7 +689,8 @@ impl TcBlock {
 
     /// The index writes of one op that succeeded: per unique index, delete
     /// the old value's row and insert the new value's (nothing when the two
-    /// are equal keys, or for a NULL).
+    /// are equal keys, or for a NULL). `undo`: those of an insert taken
+    /// back, the rows of its new values it inserted, deleted.
     fn stage_index_writes(
         &mut self,
         pos: usize,
@@ -697,6 +698,7 @@ impl TcBlock {
         op: &OpView<'_>,
         writer: &mut OpBatchWriter<'_>,
         subs: &mut Vec<Sub>,
+        undo: bool,
     ) -> Result<(), (u32, u32, String)> {
         let TcBlock {
             tables,
@@ -711,9 +713,12 @@ impl TcBlock {
         let mut new_key: Vec<u8> = Vec::new();
         let mut base_key: Vec<u8> = Vec::new();
         for (u, index) in table.unique.iter().enumerate() {
+            if undo && p.inserted & (1 << u) == 0 {
+                continue;
+            }
             let hidden = &tables[&index.id];
             old_values.clear();
-            if p.had_old {
+            if p.had_old && !undo {
                 old_values.extend(index.at.iter().map(|&i| p.old[i].clone()));
             }
             new_values.clear();
@@ -787,96 +792,36 @@ impl TcBlock {
                 subs.push(sub(pos, Role::IndexDelete(u), group));
             }
             if has_new {
-                if base_key.is_empty() {
+                if base_key.is_empty() && !undo {
                     table
                         .primary
                         .encode(&p.base_pk, &mut base_key)
                         .map_err(encode_error)?;
                 }
+                let (kind, role) = if undo {
+                    (OpKind::Delete, Role::UndoIndex(u))
+                } else {
+                    (OpKind::Insert, Role::IndexInsert(u))
+                };
                 let partition = partition_of(distribution_hash(&new_key), hidden.def.partitions);
-                writer.begin(&index_header(
-                    &hidden.def,
-                    subs.len(),
-                    partition,
-                    OpKind::Insert,
-                ));
+                writer.begin(&index_header(&hidden.def, subs.len(), partition, kind));
                 for v in &new_values {
                     writer.key(v.as_ref());
                 }
-                writer.value(base_key_column(&hidden.def), ValueRef::Bytes(&base_key));
+                if !undo {
+                    writer.value(base_key_column(&hidden.def), ValueRef::Bytes(&base_key));
+                }
                 end_op(writer)?;
                 let group = group_in(
                     map,
                     &mut scratch.groups,
                     partition,
                     hidden.def.fully_replicated,
-                    OpKind::Insert,
+                    kind,
                     LockMode::Exclusive,
                 );
-                subs.push(sub(pos, Role::IndexInsert(u), group));
+                subs.push(sub(pos, role, group));
             }
-        }
-        Ok(())
-    }
-
-    /// The Undo round's index deletes of an insert taken back: the row of
-    /// its new value in each index it inserted one in.
-    fn stage_undo_index(
-        &mut self,
-        pos: usize,
-        p: &PlanOp,
-        op: &OpView<'_>,
-        writer: &mut OpBatchWriter<'_>,
-        subs: &mut Vec<Sub>,
-    ) -> Result<(), (u32, u32, String)> {
-        let TcBlock {
-            tables,
-            map,
-            scratch,
-            ..
-        } = self;
-        let table = &tables[&p.table_id];
-        let mut values: Vec<Value> = Vec::new();
-        let mut key: Vec<u8> = Vec::new();
-        for (u, index) in table.unique.iter().enumerate() {
-            if p.inserted & (1 << u) == 0 {
-                continue;
-            }
-            let hidden = &tables[&index.id];
-            values.clear();
-            new_index_values(&table.def, index, op, &p.base_pk, None, &mut values);
-            key.clear();
-            hidden.distribution.encode(&values, &mut key).map_err(|e| {
-                (
-                    error::BAD_VALUE,
-                    p.op_index,
-                    format!(
-                        "table `{}`, unique index `{}`: {e}",
-                        table.def.name, index.name
-                    ),
-                )
-            })?;
-            let partition = partition_of(distribution_hash(&key), hidden.def.partitions);
-            writer.begin(&index_header(
-                &hidden.def,
-                subs.len(),
-                partition,
-                OpKind::Delete,
-            ));
-            for v in &values {
-                writer.key(v.as_ref());
-            }
-            end_op(writer)?;
-            let group = group_in(
-                map,
-                &mut scratch.groups,
-                partition,
-                hidden.def.fully_replicated,
-                OpKind::Delete,
-                LockMode::Exclusive,
-            );
-            let u = u16::try_from(u).expect("indexes ≤ INDEXES_MAX");
-            subs.push(sub(pos, Role::UndoIndex(u), group));
         }
         Ok(())
     }
