@@ -879,6 +879,12 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
 
 // ---- databases ----
 
+/// A character set's or collation's name as written, quoted or not
+/// (`COLLATE 'utf8mb4_bin'`, which knex sends, is `utf8mb4_bin`).
+fn charset_name(name: &sqlparser::ast::ObjectName) -> String {
+    crate::engine::expr::name_parts(name).join(".")
+}
+
 /// The character set and collation a database or table declares, checked
 /// and mapped: `(charset, collation name, storage collation)`.
 fn charset_collation(
@@ -2053,7 +2059,7 @@ pub(super) fn declared_type(text: &str) -> SqlResult<(SqlType, Option<u16>)> {
         }
     };
     let collation = def.options.iter().find_map(|o| match &o.option {
-        ColumnOption::Collation(c) => Some(c.to_string()),
+        ColumnOption::Collation(c) => Some(charset_name(c)),
         _ => None,
     });
     let storage = storage_collation(collation.as_deref().unwrap_or("utf8mb4_general_ci"));
@@ -2396,8 +2402,8 @@ fn column_spec(
     let mut collation = None;
     for option in &def.options {
         match &option.option {
-            ColumnOption::CharacterSet(c) => charset = Some(c.to_string()),
-            ColumnOption::Collation(c) => collation = Some(c.to_string()),
+            ColumnOption::CharacterSet(c) => charset = Some(charset_name(c)),
+            ColumnOption::Collation(c) => collation = Some(charset_name(c)),
             _ => {}
         }
     }
