@@ -773,33 +773,23 @@ pub(crate) fn write_rows(
         // The batch failed at whichever duplicate the data nodes answered
         // first; MariaDB names the first in row order. The transaction
         // is aborted, so nothing was written: the rows are sent again
-        // (the error path only) so that the first is found: in batches
-        // with per-row results, or, as a unique index's violation aborts
-        // the transaction whichever row it is, one row at a time.
+        // (the error path only) in batches with per-row results, so that
+        // the first is found (a unique index's duplicate too: the data
+        // nodes take that row back and go on).
         let _ = txn::finish(conn, tx, result);
         let tx = txn::take(conn)?;
-        let unique = has_unique(def);
-        let again = if unique {
-            let again = native_rows.chunks(1).try_fold((0, 0), |(a, d), row| {
-                let (more, dups) = insert_plain(&tx, table, row, Send::Now, &mut committed)?;
-                Ok((a + more, d + dups))
-            });
-            done.fill(RowDone::Inserted);
-            again
-        } else {
-            insert_rows(
-                conn,
-                &tx,
-                table,
-                &native_rows,
-                false,
-                false,
-                Send::Now,
-                &mut committed,
-                &mut warnings,
-                &mut done,
-            )
-        };
+        let again = insert_rows(
+            conn,
+            &tx,
+            table,
+            &native_rows,
+            false,
+            false,
+            Send::Now,
+            &mut committed,
+            &mut warnings,
+            &mut done,
+        );
         txn::finish(conn, tx, again)?
     } else {
         txn::finish(conn, tx, result)?
@@ -1087,8 +1077,8 @@ fn insert_rows(
         (OPS_PER_EXECUTE_MAX / per_row).max(1)
     };
     // INSERT IGNORE: the keys of the rows of the chunk being written, which
-    // `unique_holder` cannot see yet (a unique index conflict among them
-    // would abort the transaction in the data node).
+    // `unique_holder` cannot see yet (of a unique index conflict among
+    // them, the row skipped must be the later one, as in MariaDB).
     let mut written = if ignore && !replace && unique {
         Some(ChunkKeys::new(def))
     } else {
