@@ -222,12 +222,16 @@ struct SegmentEffects {
     /// take back: a later op on that row sees it in a later segment (it
     /// finds the row gone, as running in order gives).
     undoable: HashSet<(u32, u64)>,
+    /// The tables `undoable` names (few: an op is tested against the set
+    /// only when its table is here).
+    undoable_tables: Vec<u32>,
 }
 
 impl SegmentEffects {
     fn clear(&mut self) {
         self.inserted.clear();
         self.undoable.clear();
+        self.undoable_tables.clear();
         self.moved.clear();
         self.touched.clear();
     }
@@ -364,7 +368,7 @@ impl TcBlock {
             if p.maintain {
                 p.base_pk.extend(op.keys().map(|v| v.to_value()));
             }
-            let undone_row = effects.undoable.iter().any(|(t, _)| *t == h.table_id) && {
+            let undone_row = effects.undoable_tables.contains(&h.table_id) && {
                 let scratch = &mut self.scratch;
                 scratch.key_values.clear();
                 scratch.key_values.extend(op.keys().map(|v| v.to_value()));
@@ -456,6 +460,9 @@ impl TcBlock {
                 effects
                     .undoable
                     .insert((p.table_id, distribution_hash(&self.scratch.key_bytes)));
+                if !effects.undoable_tables.contains(&p.table_id) {
+                    effects.undoable_tables.push(p.table_id);
+                }
             }
         }
         for index in &table.unique {
