@@ -607,20 +607,7 @@ impl TcBlock {
                 }
                 Round::Base => {
                     if p.pre_read {
-                        let header = OpHeader {
-                            op_index: subs.len() as u32,
-                            table_id: table.def.id,
-                            table_version: table.def.version,
-                            index_id: NO_INDEX,
-                            partition: p.partition,
-                            kind: OpKind::Read,
-                            lock: LockMode::Exclusive,
-                            flags: 0,
-                        };
-                        writer.begin(&header);
-                        for v in &p.base_pk {
-                            writer.key(v.as_ref());
-                        }
+                        begin_by_base_key(&mut writer, &table.def, p, subs.len(), OpKind::Read);
                         for &c in &table.unique_columns {
                             writer.project(c as u16);
                         }
@@ -669,20 +656,7 @@ impl TcBlock {
                     debug_assert_eq!(p.kind, OpKind::Insert);
                     p.undo = false;
                     p.done = true;
-                    let header = OpHeader {
-                        op_index: subs.len() as u32,
-                        table_id: table.def.id,
-                        table_version: table.def.version,
-                        index_id: NO_INDEX,
-                        partition: p.partition,
-                        kind: OpKind::Delete,
-                        lock: LockMode::Exclusive,
-                        flags: 0,
-                    };
-                    writer.begin(&header);
-                    for v in &p.base_pk {
-                        writer.key(v.as_ref());
-                    }
+                    begin_by_base_key(&mut writer, &table.def, p, subs.len(), OpKind::Delete);
                     end_op(&mut writer)?;
                     let group =
                         self.group_of(p.partition, full, OpKind::Delete, LockMode::Exclusive);
@@ -1093,6 +1067,30 @@ fn index_header(hidden: &TableDef, sub: usize, partition: u32, kind: OpKind) -> 
         kind,
         lock: LockMode::Exclusive,
         flags: 0,
+    }
+}
+
+/// Begins an exclusive `kind` of `p`'s base row by its primary key (the
+/// pre-read of its old row, an undo's delete), as sub `sub`.
+fn begin_by_base_key(
+    writer: &mut OpBatchWriter<'_>,
+    def: &TableDef,
+    p: &PlanOp,
+    sub: usize,
+    kind: OpKind,
+) {
+    writer.begin(&OpHeader {
+        op_index: sub as u32,
+        table_id: def.id,
+        table_version: def.version,
+        index_id: NO_INDEX,
+        partition: p.partition,
+        kind,
+        lock: LockMode::Exclusive,
+        flags: 0,
+    });
+    for v in &p.base_pk {
+        writer.key(v.as_ref());
     }
 }
 
