@@ -87,6 +87,7 @@ mod dbinfo;
 mod epoch;
 mod error;
 pub mod events;
+mod journal;
 mod link;
 mod pool;
 mod pushed;

@@ -43,6 +43,7 @@ pub use proto::LockMode;
 use crate::blob::{self, BlobExec, BlobWork, ExecInput, ReadJob, Step};
 use crate::epoch::Epoch;
 use crate::error::{Error, Result};
+use crate::journal::Journal;
 use crate::schema::Table;
 use crate::session::{request_flags, tc_ref, ReqKey, Session, Spares};
 use crate::stats;
@@ -580,6 +581,17 @@ pub(crate) struct TxInner {
     /// (`ScanOptions::ends_transaction`): nothing else is sent until it
     /// ends, so nothing can reach the TC after the transaction's end.
     release_scan: Option<u32>,
+    /// Before-images of its writes, once asked for (`crate::journal`).
+    pub(crate) journal: Option<Box<Journal>>,
+}
+
+/// What [`TxInner::set_aside`] took.
+pub(crate) struct SetAside {
+    ops: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+    metas: Vec<OpMeta>,
+    works: Vec<BlobWork>,
+    batch: u32,
 }
 
 /// A transaction (see the module doc). Started with `Session::begin`.
@@ -691,10 +703,34 @@ impl TxInner {
             next_scan_id,
             failure: _,
             release_scan,
+            journal,
         } = old;
+        *journal = None;
         (*old_tx_id, *old_link, *started, *state) = (tx_id, link, false, TxState::Open);
         (*batch, *next_scan_id, *release_scan) = (0, 0, None);
         boxed
+    }
+
+    /// Takes the defined, unsent operations and the batch number, so
+    /// that the journal's reads (`crate::journal`) go in a request of
+    /// their own before them; [`TxInner::put_back`] returns them, and
+    /// the handles `define` gave for them stay valid.
+    pub(crate) fn set_aside(&mut self) -> SetAside {
+        SetAside {
+            ops: std::mem::take(&mut self.ops),
+            ranges: std::mem::take(&mut self.ranges),
+            metas: std::mem::take(&mut self.metas),
+            works: std::mem::take(&mut self.works),
+            batch: self.batch,
+        }
+    }
+
+    /// Ends a [`TxInner::set_aside`]: whatever was defined meanwhile was
+    /// sent (or the transaction ended).
+    pub(crate) fn put_back(&mut self, aside: SetAside) {
+        (self.ops, self.ranges, self.metas, self.works) =
+            (aside.ops, aside.ranges, aside.metas, aside.works);
+        self.batch = aside.batch;
     }
 
     /// A new state, for a session without a spare one.
@@ -712,6 +748,7 @@ impl TxInner {
             next_scan_id: 0,
             failure: None,
             release_scan: None,
+            journal: None,
         }))
     }
 
@@ -731,6 +768,7 @@ impl TxInner {
         keep(&mut self.metas, Spares::list_fits);
         keep(&mut self.works, Spares::list_fits);
         self.failure = None;
+        self.journal = None;
     }
 }
 
@@ -746,7 +784,7 @@ impl<'s> Transaction<'s> {
     }
 
     #[inline]
-    fn inner(&self) -> &RefCell<TxInner> {
+    pub(crate) fn inner(&self) -> &RefCell<TxInner> {
         self.state
             .as_deref()
             .expect("a transaction has its state until it drops")
@@ -799,7 +837,7 @@ impl<'s> Transaction<'s> {
 
     /// Every define and execute asks: the open case inline, the errors apart.
     #[inline]
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner().borrow().state == TxState::Open {
             return Ok(());
         }
@@ -977,6 +1015,11 @@ impl<'s> Transaction<'s> {
             kind: op.kind,
             columns: columns.map(Arc::from),
         });
+        if let Some(journal) = inner.journal.as_deref_mut() {
+            if op.kind != OpKind::Read {
+                journal.note(table, op.index.is_none().then_some(&*key));
+            }
+        }
         Ok(OpHandle {
             batch: inner.batch,
             index: header.op_index,
@@ -988,6 +1031,7 @@ impl<'s> Transaction<'s> {
     /// transaction: the error names its code and the operation.
     pub fn execute(&self, mode: ExecMode) -> Result<Outcome> {
         self.check_open()?;
+        self.journal_reads(mode)?;
         if let Some(mut exec) = self.blob_exec(mode) {
             let mut step = exec.start();
             loop {
@@ -1017,6 +1061,7 @@ impl<'s> Transaction<'s> {
     /// (blob parts), runs to its end here; its outcome waits in the handle.
     pub fn execute_later(&self, mode: ExecMode) -> Result<Later> {
         self.check_open()?;
+        self.journal_reads(mode)?;
         if self.inner().borrow().has_blob_work(mode) {
             return Ok(Later(LaterStep::Done(self.execute(mode))));
         }
@@ -1331,6 +1376,7 @@ impl<'s> Transaction<'s> {
         mode: ExecMode,
     ) -> Result<(TxRequest, Option<Box<BlobExec>>)> {
         self.check_open()?;
+        self.journal_reads(mode)?;
         if let Some(mut exec) = self.blob_exec(mode) {
             return match exec.start() {
                 Step::Send(request) => Ok((request, Some(Box::new(exec)))),
@@ -1811,7 +1857,13 @@ impl Future for ExecuteFuture<'_, '_> {
         assert!(!this.done, "ExecuteFuture polled after it completed");
         let session = this.tx.session;
         if this.request.is_none() {
-            if let Err(error) = this.tx.check_open() {
+            // A journal's reads (`crate::journal`) wait here, before the
+            // request: only a transaction that asked for one has them.
+            if let Err(error) = this
+                .tx
+                .check_open()
+                .and_then(|()| this.tx.journal_reads(this.mode))
+            {
                 this.done = true;
                 return Poll::Ready(Err(error));
             }
