@@ -547,7 +547,7 @@ fn a_large_result_is_sent_as_it_is_read() {
 /// nothing is 1, not 0: Django's `update_or_create` and `save()` check
 /// it), `EXPLAIN FORMAT=TREE` (its `explain()`), `DROP CHECK` of the name
 /// it makes up for a column's check, and `ROLLBACK TO SAVEPOINT` after a
-/// write that failed (its `atomic()` around a create).
+/// write that failed (its `atomic()` around a create) and after writes.
 #[test]
 fn what_django_relies_on() {
     let sandbox = Sandbox::start_configured("sql-session-django", 48_500, 2, &["--sql-nodes", "1"]);
@@ -716,9 +716,9 @@ fn what_django_relies_on() {
         .query_first("SELECT v FROM t WHERE id = 1")
         .expect("select");
     assert_eq!(v, Some(150), "rolled back, as the error said");
-    // ROLLBACK TO a savepoint that writes followed cannot take back part
-    // of the transaction: it fails, and the whole transaction is gone, so
-    // a COMMIT after it (Sequelize's) commits nothing the client undid.
+    // ROLLBACK TO a savepoint that writes followed takes back those
+    // writes only (Django's atomic() blocks nested in a test case's, and
+    // Sequelize's nested transactions): the write before it commits.
     django.query_drop("BEGIN").expect("begin");
     django
         .query_drop("UPDATE t SET v = 300 WHERE id = 1")
@@ -727,12 +727,45 @@ fn what_django_relies_on() {
     django
         .query_drop("UPDATE t SET v = 400 WHERE id = 2")
         .expect("update");
-    assert_eq!(code(django.query_drop("ROLLBACK TO SAVEPOINT s3")), 1105);
+    django
+        .query_drop("ROLLBACK TO SAVEPOINT s3")
+        .expect("rolled back to the savepoint");
+    let vs: Vec<i32> = django
+        .query("SELECT v FROM t WHERE id IN (1, 2) ORDER BY id")
+        .expect("select");
+    assert_eq!(vs, [300, 2], "the transaction as it was at the savepoint");
     django.query_drop("COMMIT").expect("commit");
     let vs: Vec<i32> = plain
         .query("SELECT v FROM t WHERE id IN (1, 2) ORDER BY id")
         .expect("select");
-    assert_eq!(vs, [150, 2], "neither write committed");
+    assert_eq!(vs, [300, 2], "the write before the savepoint committed");
+    // Under transaction_allow_batching the writes deferred before a
+    // savepoint are sent when it is set; those after it are taken back.
+    django
+        .query_drop("SET transaction_allow_batching = 1")
+        .expect("batching");
+    django.query_drop("BEGIN").expect("begin");
+    django
+        .query_drop("UPDATE t SET v = 500 WHERE id = 1")
+        .expect("update");
+    django.query_drop("SAVEPOINT s4").expect("savepoint");
+    django
+        .query_drop("UPDATE t SET v = 600 WHERE id = 1")
+        .expect("update");
+    django
+        .query_drop("INSERT INTO t VALUES (50, 50, 50, 0)")
+        .expect("insert");
+    django
+        .query_drop("ROLLBACK TO SAVEPOINT s4")
+        .expect("rolled back to the savepoint");
+    django.query_drop("COMMIT").expect("commit");
+    django
+        .query_drop("SET transaction_allow_batching = 0")
+        .expect("no batching");
+    let vs: Vec<(i32, i32)> = plain
+        .query("SELECT id, v FROM t WHERE id IN (1, 50) ORDER BY id")
+        .expect("select");
+    assert_eq!(vs, [(1, 500)], "the deferred write before the savepoint");
     // A JSON column is sent with MySQL 8's type code, by which drivers
     // (Node's mysql2) parse it; a LONGTEXT and an expression stay text.
     use mysql::consts::ColumnType as T;

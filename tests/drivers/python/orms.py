@@ -183,6 +183,20 @@ def sqlalchemy_checks(host, port):
         except IntegrityError as e:
             check("sqlalchemy duplicate key error", e.orig.args[0], 1062)
             s.rollback()
+        # begin_nested() is a SAVEPOINT: rolled back after writes, they are
+        # gone and the outer transaction's write commits.
+        s.get(User, 1).name = "u0 renamed"
+        nested = s.begin_nested()
+        s.add(User(id=40, name="u40", email="u40@x", balance=decimal.Decimal("1.00")))
+        s.get(User, 3).name = "u2 renamed"
+        s.flush()
+        nested.rollback()
+        s.commit()
+        check(
+            "sqlalchemy begin_nested",
+            s.execute(select(User.id, User.name).where(User.id.in_([1, 3, 40])).order_by(User.id)).all(),
+            [(1, "u0 renamed"), (3, "u2")],
+        )
     insp = inspect(engine)
     check("sqlalchemy table names", insp.get_table_names(), ["posts", "users"])
     columns = {c["name"]: c for c in insp.get_columns("users")}
@@ -244,6 +258,39 @@ class Book(models.Model):
     class Meta:
         unique_together = [("author", "title")]
         indexes = [models.Index(fields=["title", "pages"], name="book_title_pages_idx")]
+"""
+
+# A TestCase of the first step's models (`django_step_1` runs it).
+DJANGO_TESTS = """
+from django.test import TestCase
+
+from shop.models import Author, Book
+
+
+class ShopTests(TestCase):
+    @classmethod
+    def setUpTestData(cls):
+        cls.t0 = Author.objects.create(name="T0", email="t0@x")
+        Book.objects.create(author=cls.t0, title="kept")
+
+    def test_a_writes(self):
+        Author.objects.create(name="T1", email="t1@x")
+        Author.objects.filter(pk=self.t0.pk).update(name="T0 renamed")
+        Book.objects.filter(author=self.t0).delete()
+        self.assertEqual(Author.objects.filter(name__startswith="T").count(), 2)
+
+    def test_b_sees_none_of_a(self):
+        self.assertEqual(
+            list(Author.objects.filter(name__startswith="T").values_list("name", flat=True)),
+            ["T0"],
+        )
+        self.assertEqual(Book.objects.filter(author=self.t0).count(), 1)
+        Author.objects.create(name="T2", email="t0b@x")
+
+    def test_c_unique_value_given_back(self):
+        # test_b's T2 took an email; it is free again.
+        Author.objects.create(name="T3", email="t0b@x")
+        self.assertEqual(Author.objects.filter(email="t0b@x").count(), 1)
 """
 
 # What 0002 (below) leaves: the models the second step's queries use.
@@ -547,6 +594,16 @@ def django_step_1():
             except IntegrityError as e:
                 check("django duplicate in a savepoint", e.args[0], 1062)
         Tag.objects.get_or_create(name="t1")
+        # A nested atomic() whose block raises after writes: its savepoint
+        # is rolled back, the outer block's writes stay.
+        try:
+            with transaction.atomic():
+                Author.objects.create(name="gone", email="gone@x")
+                Author.objects.filter(name="A1").update(name="A1 renamed")
+                raise ValueError("inner")
+        except ValueError:
+            pass
+        check("django nested atomic", Author.objects.filter(name__in=["gone", "A1 renamed"]).count(), 0)
     check(
         "django savepoint",
         list(by_id.values_list("name", flat=True)),
@@ -582,6 +639,18 @@ def django_step_1():
             sorted(t for t in connection.introspection.table_names(c) if t.startswith("shop_")),
             ["shop_author", "shop_book", "shop_book_tags", "shop_tag"],
         )
+    # Django's TestCase: a transaction around the class (its test data)
+    # and a savepoint around each test, rolled back after it, writes and
+    # all. The next test sees none of the last one's writes; after the
+    # class, nothing of it is left.
+    import unittest
+
+    from shop.tests import ShopTests
+
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(ShopTests)
+    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=0).run(suite)
+    check("django TestCase", (result.testsRun, len(result.failures), len(result.errors)), (3, 0, 0))
+    check("django TestCase left", Author.objects.filter(name__startswith="T").count(), 0)
 
 
 def django_step_2():
@@ -668,6 +737,7 @@ def django_checks(host, port):
         for step in (1, 2, 3):
             if step == 1:
                 write("models.py", MODELS_1)
+                write("tests.py", DJANGO_TESTS)
             if step == 2:
                 write("models.py", MODELS_2)
                 write("migrations/0002_changes.py", MIGRATION_2)

@@ -34,9 +34,8 @@ pub struct TxState<'s> {
     pub wrote: bool,
     /// Write statements run in the open transaction, so far.
     pub writes: u64,
-    /// `SAVEPOINT`s of the open transaction, oldest first: each name with
-    /// `writes` when it was set.
-    savepoints: Vec<(String, u64)>,
+    /// `SAVEPOINT`s of the open transaction, oldest first.
+    savepoints: Vec<Savepoint>,
     /// Operations pending in the transaction when the running statement
     /// took it (deferred writes of earlier statements, under
     /// `transaction_allow_batching`).
@@ -55,6 +54,17 @@ impl TxState<'_> {
         }
         flags
     }
+}
+
+/// A `SAVEPOINT` of the open transaction.
+struct Savepoint {
+    name: String,
+    /// `TxState::writes` when it was set.
+    writes: u64,
+    /// The native transaction's journal mark when it was set
+    /// (`Transaction::journal_mark`); 0 when no native transaction was
+    /// open yet (the one [`take`] opens journals from its start).
+    mark: usize,
 }
 
 /// Whether statements run inside a transaction that outlives them
@@ -100,16 +110,43 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
         Statement::Savepoint { name } => {
             // Outside a transaction a savepoint ends with its statement.
             if in_transaction(conn) {
-                let at = conn.tx.writes;
+                // From the first savepoint on, the transaction keeps the
+                // rows' images from before its writes, which a rollback
+                // to a savepoint puts back.
+                // Writes deferred by `transaction_allow_batching` are
+                // sent first (`journal_mark`): an error of theirs ends the
+                // transaction, as at any statement that sends them.
+                let marked = conn.tx.tx.as_ref().map_or(Ok(0), |tx| tx.journal_mark());
+                let mark = match marked {
+                    Ok(mark) => mark,
+                    Err(e) => {
+                        rollback(conn);
+                        let mut error = native_error(&e);
+                        error
+                            .message
+                            .push_str(" (the whole transaction was rolled back)");
+                        return Err(error);
+                    }
+                };
+                let writes = conn.tx.writes;
                 let savepoints = &mut conn.tx.savepoints;
-                savepoints.retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
-                savepoints.push((name.value.clone(), at));
+                savepoints.retain(|s| !s.name.eq_ignore_ascii_case(&name.value));
+                savepoints.push(Savepoint {
+                    name: name.value.clone(),
+                    writes,
+                    mark,
+                });
             }
             Ok(Answered::Ok(OkInfo::default()))
         }
         Statement::ReleaseSavepoint { name } => {
             let at = savepoint_at(conn, &name.value)?;
             conn.tx.savepoints.truncate(at);
+            if conn.tx.savepoints.is_empty() {
+                if let Some(tx) = &conn.tx.tx {
+                    tx.journal_stop();
+                }
+            }
             Ok(Answered::Ok(OkInfo::default()))
         }
         Statement::Rollback { chain, .. } => {
@@ -129,7 +166,7 @@ fn savepoint_at(conn: &Conn<'_>, name: &str) -> SqlResult<usize> {
     conn.tx
         .savepoints
         .iter()
-        .position(|(n, _)| n.eq_ignore_ascii_case(name))
+        .position(|s| s.name.eq_ignore_ascii_case(name))
         .ok_or_else(|| {
             SqlError::new(
                 codes::SP_DOES_NOT_EXIST,
@@ -138,22 +175,40 @@ fn savepoint_at(conn: &Conn<'_>, name: &str) -> SqlResult<usize> {
         })
 }
 
-/// `ROLLBACK TO [SAVEPOINT] name`: the native transaction cannot take
-/// back some of its writes, so only a savepoint no write came after may be
-/// rolled back to (mysqldump's `--single-transaction` sets one before
-/// each table it reads and rolls back to it after). After writes the
-/// whole transaction is rolled back and the statement fails (1105): the
-/// writes the client wanted undone must never reach a later COMMIT
-/// (Sequelize commits after a failed rollback to a savepoint).
+/// `ROLLBACK TO [SAVEPOINT] name`: the rows written since the savepoint
+/// are put back as they were then, from the native transaction's journal
+/// (`skarv_client::Transaction::rollback_to_mark`: one request deletes
+/// them, one more inserts their old images), and the transaction goes on
+/// with its earlier writes and its locks (InnoDB keeps the locks too).
+/// No write since: nothing is sent (mysqldump's `--single-transaction`
+/// sets a savepoint before each table it reads and rolls back to it
+/// after). When the journal cannot take the writes back, or putting them
+/// back fails, the whole transaction is rolled back and the statement
+/// fails: the writes the client wanted undone must never reach a later
+/// COMMIT (Sequelize commits after a failed rollback to a savepoint).
 fn rollback_to_savepoint(conn: &mut Conn<'_>, name: &str) -> SqlResult<Answered> {
     let at = savepoint_at(conn, name)?;
-    let (_, writes_then) = conn.tx.savepoints[at];
-    if conn.tx.writes != writes_then {
-        rollback(conn);
-        return Err(SqlError::unsupported(format_args!(
-            "ROLLBACK TO SAVEPOINT {name} after writes: Skarv cannot take back part of a \
-             transaction, so the whole transaction was rolled back"
-        )));
+    let Savepoint { writes, mark, .. } = conn.tx.savepoints[at];
+    if conn.tx.writes != writes {
+        if let Some(tx) = &conn.tx.tx {
+            if let Err(why) = tx.journal_covers(mark) {
+                rollback(conn);
+                return Err(SqlError::unsupported(format_args!(
+                    "ROLLBACK TO SAVEPOINT {name}: {why}, so the whole transaction was \
+                     rolled back"
+                )));
+            }
+            if let Err(e) = tx.rollback_to_mark(mark) {
+                rollback(conn);
+                let mut error = native_error(&e);
+                error.message.push_str(&format!(
+                    " (while rolling back to SAVEPOINT {name}: the whole transaction was \
+                     rolled back)"
+                ));
+                return Err(error);
+            }
+        }
+        conn.tx.writes = writes;
     }
     conn.tx.savepoints.truncate(at + 1);
     Ok(Answered::Ok(OkInfo::default()))
@@ -259,7 +314,15 @@ pub fn rollback_quietly(conn: &mut Conn<'_>) {
 pub fn take<'s>(conn: &mut Conn<'s>) -> SqlResult<Transaction<'s>> {
     let tx = match conn.tx.tx.take() {
         Some(tx) => tx,
-        None => conn.native.begin().map_err(|e| native_error(&e))?,
+        None => {
+            let tx = conn.native.begin().map_err(|e| native_error(&e))?;
+            if !conn.tx.savepoints.is_empty() {
+                // Savepoints set before the transaction's first statement
+                // mark its start (0).
+                tx.journal_mark().map_err(|e| native_error(&e))?;
+            }
+            tx
+        }
     };
     conn.tx.pending_at_start = tx.pending_ops();
     Ok(tx)
