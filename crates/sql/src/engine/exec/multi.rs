@@ -28,9 +28,10 @@ use sqlparser::tokenizer::Location;
 
 use super::convert::Target;
 use super::write::{
-    changes_counted, default_assigned, define_update, finish_write, for_column, has_unique,
-    is_default_word, key_bytes, key_taken, limit_of, lower_checks, order_targets, stored_again,
-    update_duplicate, with_per_row, write_ctx, Check, ReplayedKeys, Targets,
+    changes_counted, changes_keys, default_assigned, define_update, finish_write, first_duplicate,
+    for_column, has_unique, is_default_word, key_bytes, key_taken, limit_of, lower_checks,
+    order_targets, stored_again, update_duplicate, with_per_row, write_ctx, Check, ReplayedKeys,
+    Targets,
 };
 use super::{env, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
 use crate::backend::OkInfo;
@@ -604,7 +605,15 @@ pub(super) fn update(
     }
     let tz_secs = ctx.env.tz_secs;
     let mut cascaded = false;
-    let result = foreign_keys_of_updates(&*conn, &tx, &spec, rows, ignore, &mut ctx, &mut cascaded)
+    let checked = if !ignore && txn::in_transaction(conn) {
+        no_duplicates(&tx, &spec, &rows)
+    } else {
+        Ok(())
+    };
+    let result = checked
+        .and_then(|()| {
+            foreign_keys_of_updates(&*conn, &tx, &spec, rows, ignore, &mut ctx, &mut cascaded)
+        })
         .and_then(|rows| write_changes(&tx, &spec, &rows, ignore, tz_secs));
     if cascaded && result.is_err() {
         // What the FOREIGN KEYs changed cannot be taken back alone.
@@ -927,6 +936,29 @@ fn changes_of_joined(
 }
 
 /// Writes the changes: rows matched and rows changed.
+/// Inside a transaction a duplicate key fails the statement only, as in
+/// MariaDB: each target's rows are checked, in the order they are
+/// written, before anything is (`write::first_duplicate`), FOREIGN KEY
+/// actions included.
+fn no_duplicates(tx: &Transaction<'_>, spec: &JoinSpec, rows: &[Changed]) -> SqlResult<()> {
+    for (at, target) in spec.tables.iter().enumerate() {
+        let own: Vec<_> = rows
+            .iter()
+            .filter(|(t, ..)| *t == at)
+            .map(|(_, old, key, changes)| (old.as_slice(), key.as_slice(), changes.as_slice()))
+            .collect();
+        if own
+            .iter()
+            .any(|(.., changes)| changes_keys(&target.table, changes))
+        {
+            if let Some(error) = first_duplicate(tx, &target.table, &own)? {
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn write_changes(
     tx: &Transaction<'_>,
     spec: &JoinSpec,

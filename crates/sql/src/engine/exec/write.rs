@@ -2126,6 +2126,159 @@ pub(super) fn key_taken(
     Ok(false)
 }
 
+/// A row an UPDATE writes: its old values, primary key and changes.
+pub(super) type UpdatedRow<'r> = (&'r [Val], &'r [Value], &'r [(usize, Value)]);
+
+/// A row's values of one key (encoded), before and after its update.
+type KeyMove = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Whether an UPDATE's changes touch a key: the primary key or a column
+/// of a unique index (what the data nodes may refuse as a duplicate).
+pub(super) fn changes_keys(table: &TableInfo, changes: &[(usize, Value)]) -> bool {
+    let def = table.native.def();
+    changes.iter().any(|(c, _)| {
+        def.primary_key.contains(c)
+            || def
+                .indexes
+                .iter()
+                .any(|i| i.kind == schema::IndexKind::Unique && i.columns.contains(c))
+    })
+}
+
+/// The 1062 an UPDATE's `rows` (each old row, its primary key and its
+/// changes, in the order they are written) would meet, found before any
+/// is written: each row's new key values against the rows that hold them
+/// (read in one batch per key, with a shared lock) and against what the
+/// rows before it in the statement gave up and took, as MariaDB meets
+/// them row by row. Inside a transaction a duplicate the data nodes meet
+/// ends the whole transaction (an update's unique index row is written
+/// after its row), where MariaDB fails only the statement: so the
+/// statement fails here first, having written nothing. A value another
+/// transaction takes between this read and the write still ends the
+/// transaction, saying so.
+pub(super) fn first_duplicate(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[UpdatedRow<'_>],
+) -> SqlResult<Option<SqlError>> {
+    use schema::key::KeyEncoder;
+    use std::collections::HashMap;
+    let def = table.native.def();
+    // The keys: the primary key (None), then each unique index.
+    let uniques: Vec<&schema::IndexDef> = def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+        .collect();
+    let kinds: Vec<(Option<&schema::IndexDef>, KeyEncoder)> =
+        std::iter::once((None, KeyEncoder::primary_key(def)))
+            .chain(
+                uniques
+                    .iter()
+                    .map(|i| (Some(*i), KeyEncoder::index(def, i))),
+            )
+            .collect();
+    let values_of = |kind: usize, row: &[(usize, Value)]| -> Option<Vec<Value>> {
+        match kinds[kind].0 {
+            None => Some(primary_key_of(def, row)),
+            Some(index) => unique_key_of(index, row),
+        }
+    };
+    let bytes_of = |kind: usize, values: &[Value]| -> Vec<u8> {
+        let mut out = Vec::new();
+        // A value that does not encode cannot be held by a row either.
+        let _ = kinds[kind].1.encode(values, &mut out);
+        out
+    };
+    // Each row's key values (encoded) before and after, per key: (None,
+    // None) for a key the row keeps.
+    let mut moves: Vec<Vec<KeyMove>> = Vec::new();
+    let mut news = Vec::with_capacity(rows.len());
+    let mut probes: Vec<Vec<Vec<Value>>> = vec![Vec::new(); kinds.len()];
+    let mut probed: std::collections::HashSet<(usize, Vec<u8>)> = Default::default();
+    for &(old, _, changes) in rows {
+        let before = row_after(table, old, &[]);
+        let after = row_after(table, old, changes);
+        let mut row_moves = Vec::with_capacity(kinds.len());
+        for (kind, probe) in probes.iter_mut().enumerate() {
+            let was = values_of(kind, &before).map(|v| bytes_of(kind, &v));
+            let will = values_of(kind, &after).map(|v| (bytes_of(kind, &v), v));
+            if will.as_ref().map(|(b, _)| b) != was.as_ref() {
+                let will = will.map(|(bytes, values)| {
+                    if probed.insert((kind, bytes.clone())) {
+                        probe.push(values);
+                    }
+                    bytes
+                });
+                row_moves.push((was, will));
+            } else {
+                row_moves.push((None, None));
+            }
+        }
+        moves.push(row_moves);
+        news.push(after);
+    }
+    // Who holds each new value now.
+    let mut holders: HashMap<(usize, Vec<u8>), Vec<u8>> = HashMap::new();
+    let env = crate::engine::expr::Env::default();
+    for (kind, keys) in probes.into_iter().enumerate() {
+        if keys.is_empty() {
+            continue;
+        }
+        let access = match kinds[kind].0 {
+            None => plan::Access::Keys(keys),
+            Some(index) => plan::Access::Unique {
+                index: index.name.clone(),
+                keys,
+            },
+        };
+        let mut ctx = Ctx::new(&[], &env);
+        let lock = Some(LockMode::Shared);
+        for (held, pk) in fetch(
+            tx, table, &access, None, lock, false, None, &mut ctx, None, None, None,
+        )? {
+            let native = row_after(table, &held, &[]);
+            if let Some(values) = values_of(kind, &native) {
+                holders.insert((kind, bytes_of(kind, &values)), key_bytes(def, &pk));
+            }
+        }
+    }
+    // Row by row: a value is held by a row other than this one, unless a
+    // row before it in the statement gave it up (None) or took it.
+    let mut now: HashMap<(usize, Vec<u8>), Option<Vec<u8>>> = HashMap::new();
+    for (((_, key, _), row_moves), after) in rows.iter().zip(&moves).zip(&news) {
+        let own = key_bytes(def, key);
+        for (kind, (_, will)) in row_moves.iter().enumerate() {
+            let Some(bytes) = will else { continue };
+            let at = (kind, bytes.clone());
+            let holder = match now.get(&at) {
+                Some(holder) => holder.as_ref(),
+                None => holders.get(&at),
+            };
+            if holder.is_some_and(|h| *h != own) {
+                let error = match kinds[kind].0 {
+                    None => skarv_client::Error::new(native::DUPLICATE_KEY, "primary key"),
+                    Some(index) => skarv_client::Error::new(
+                        native::UNIQUE_VIOLATION,
+                        format!("unique index `{}`", index.name),
+                    ),
+                };
+                return Ok(Some(duplicate_error(table, after, &error)));
+            }
+        }
+        let new_key = key_bytes(def, &primary_key_of(def, after));
+        for (kind, (was, will)) in row_moves.iter().enumerate() {
+            if let Some(was) = was {
+                now.insert((kind, was.clone()), None);
+            }
+            if let Some(bytes) = will {
+                now.insert((kind, bytes.clone()), Some(new_key.clone()));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The 1062 of an update that broke a unique index: the row as it was
 /// to become, and the index the native error names.
 pub(super) fn update_duplicate(
@@ -3670,7 +3823,23 @@ fn update(
     }
     let tz_secs = ctx.env.tz_secs;
     let mut cascaded = false;
+    // Inside a transaction a duplicate key fails the statement only, as
+    // in MariaDB: it is looked for before anything is written.
+    let check_keys = !ignore
+        && txn::in_transaction(conn)
+        && rows
+            .iter()
+            .any(|(_, _, changes)| changes_keys(&table, changes));
     let result = (|| {
+        if check_keys {
+            let refs: Vec<_> = rows
+                .iter()
+                .map(|(old, key, changes)| (old.as_slice(), key.as_slice(), changes.as_slice()))
+                .collect();
+            if let Some(error) = first_duplicate(&tx, &table, &refs)? {
+                return Err(error);
+            }
+        }
         let matched = rows.len() as u64;
         let mut changed = 0u64;
         // A unique index an update may break: the batch is sent here so
