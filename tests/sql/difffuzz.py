@@ -26,6 +26,11 @@ range, too long, not a date, a duplicate key. After each one the error
 code, or the affected rows and the warnings' codes, are compared, and
 then the table it wrote, row by row.
 
+With --dml --transactions the writes run inside transactions: BEGIN,
+SAVEPOINT, ROLLBACK TO SAVEPOINT, RELEASE SAVEPOINT, COMMIT and ROLLBACK
+come between them at random, each compared too, and after each every
+table is compared.
+
 With --create-select each statement is a CREATE TABLE … SELECT of
 computed columns: the outcome, the new table's column types and
 NULL-ness (information_schema) and its rows are compared.
@@ -598,13 +603,77 @@ READ_SCOPES = {
 }
 
 
+class TxGen:
+    """Transaction control between the writes (--transactions), with its
+    own generator: the savepoints it has set, as MariaDB keeps them."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.open = False
+        self.savepoints = []
+
+    def statement(self):
+        rng = self.rng
+        r = rng.random()
+        if not self.open:
+            if r < 0.3:
+                self.open = True
+                return "BEGIN"
+            return None
+        if r < 0.08:
+            name = "s%d" % rng.randint(1, 4)
+            if name in self.savepoints:
+                self.savepoints.remove(name)
+            self.savepoints.append(name)
+            return "SAVEPOINT " + name
+        if r < 0.16 and self.savepoints:
+            name = rng.choice(self.savepoints)
+            del self.savepoints[self.savepoints.index(name) + 1:]
+            return "ROLLBACK TO SAVEPOINT " + name
+        if r < 0.19 and self.savepoints:
+            name = rng.choice(self.savepoints)
+            del self.savepoints[self.savepoints.index(name):]
+            return "RELEASE SAVEPOINT " + name
+        if r < 0.23:
+            self.open, self.savepoints = False, []
+            return rng.choice(["COMMIT", "COMMIT", "ROLLBACK"])
+        return None
+
+
+def same_tables(conns, n, what, args, differences):
+    """Compares every table the writes touch; prints the first ones."""
+    for table in ("t1", "t3", "t4"):
+        ta = run(conns["skarv"], "SELECT * FROM %s ORDER BY id" % table)
+        tb = run(conns["mariadb"], "SELECT * FROM %s ORDER BY id" % table)
+        if ta != tb:
+            if differences < args.show:
+                print("---- after %d: %s: %s differs" % (n, what, table))
+                if ta[0] == tb[0] == "rows":
+                    print("  rows only in skarv:   %s" % [r for r in ta[1] if r not in tb[1]][:4])
+                    print("  rows only in mariadb: %s" % [r for r in tb[1] if r not in ta[1]][:4])
+            return False
+    return True
+
+
 def dml(conns, rng, args):
     gen = DmlGen(rng, binary_rng(args, 0), nulls_rng(args, 0))
+    control = TxGen(random.Random(args.seed + 2_000_003)) if args.transactions else None
     # The reads draw from their own generator, so that the writes of a
     # seed are the same with or without them.
     reads = Gen(random.Random(args.seed + 1_000_003), binary_rng(args, 1), nulls_rng(args, 1))
     differences = 0
     for n in range(args.queries):
+        tx = control.statement() if control else None
+        if tx:
+            a = write(conns["skarv"], tx)
+            b = write(conns["mariadb"], tx)
+            if a != b and differences < args.show:
+                print("---- statement %d: %s" % (n, tx))
+                print("  skarv:   %s" % (a,))
+                print("  mariadb: %s" % (b,))
+            if a != b or not same_tables(conns, n, tx, args, differences):
+                differences += 1
+                resync(conns, control)
         sql, table = gen.statement()
         a = write(conns["skarv"], sql)
         b = write(conns["mariadb"], sql)
@@ -643,6 +712,8 @@ def dml(conns, rng, args):
                     print("  rows only in skarv:   %s" % only_a[:4])
                     print("  rows only in mariadb: %s" % only_b[:4])
             # The next statement starts from the same rows again.
+            if control:
+                resync(conns, control)
             for name in ("skarv", "mariadb"):
                 with conns[name].cursor() as cur:
                     cur.execute("DELETE FROM %s" % table)
@@ -650,6 +721,19 @@ def dml(conns, rng, args):
                         cur.execute("INSERT INTO t1 SELECT * FROM t1_orig")
     print("%d statements (seed %d): %d differ" % (args.queries, args.seed, differences))
     return 1 if differences else 0
+
+
+def resync(conns, control):
+    """After a difference inside a transaction: both roll back, and the
+    tables start again from the same rows."""
+    control.open, control.savepoints = False, []
+    for name in ("skarv", "mariadb"):
+        with conns[name].cursor() as cur:
+            cur.execute("ROLLBACK")
+            for table in ("t3", "t4"):
+                cur.execute("DELETE FROM %s" % table)
+            cur.execute("DELETE FROM t1")
+            cur.execute("INSERT INTO t1 SELECT * FROM t1_orig")
 
 
 def create_select(conns, rng, args):
@@ -765,6 +849,8 @@ def main():
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--dml", action="store_true", help="writes instead of SELECTs")
+    ap.add_argument("--transactions", action="store_true",
+                    help="with --dml: the writes inside transactions with savepoints")
     ap.add_argument("--create-select", action="store_true",
                     help="CREATE TABLE … SELECT: the columns' types and the rows compared")
     ap.add_argument("--binary-literals", action="store_true",

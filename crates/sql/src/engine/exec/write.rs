@@ -1172,8 +1172,19 @@ fn insert_rows(
                 _ => txn::native_error_in(&e, &table.name),
             }
         })?;
-        for ((((read, write), (row, _)), key), i) in
-            handles.into_iter().zip(chunk).zip(keys).zip(at)
+        // Which rows of the chunk went in: the chunk's operations ignore
+        // their errors, so a duplicate's later rows are in too, and a
+        // statement that fails takes them back as well.
+        let went: Vec<bool> = handles
+            .iter()
+            .map(|(_, write)| !matches!(outcome.result(*write), Some(OpResult::Failed(_))))
+            .collect();
+        for (n, ((((read, write), (row, _)), key), i)) in handles
+            .into_iter()
+            .zip(chunk)
+            .zip(&keys)
+            .zip(at)
+            .enumerate()
         {
             if let Some(read) = read {
                 // A row replaced by one the same counts once where the
@@ -1196,6 +1207,8 @@ fn insert_rows(
                         duplicates += 1;
                         duplicate[i] = Some(err);
                     } else {
+                        let later = (n + 1..keys.len()).filter(|&m| went[m] && !replace);
+                        inserted.extend(later.map(|m| keys[m].clone()));
                         undo_inserts(tx, table, &inserted);
                         return Err(err);
                     }
@@ -1205,7 +1218,7 @@ fn insert_rows(
                     affected += 1;
                     done[c * chunk_rows + i] = RowDone::Inserted;
                     if !replace {
-                        inserted.push(key);
+                        inserted.push(key.clone());
                     }
                 }
             }
