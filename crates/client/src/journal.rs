@@ -56,16 +56,38 @@ const RESULT_OVERHEAD_BYTES: usize = 64;
 /// well under `proto::OPS_PER_BATCH_MAX`.
 const OPS_PER_REQUEST_MAX: usize = 1_024;
 
+/// Bytes of row images one transaction's journal keeps (about: each
+/// value's bytes and 16 more) unless [`Transaction::journal_bytes_max`]
+/// says otherwise. Past it, later writes are noted as not taken back
+/// (and not read): a rollback to a mark before them is refused, so the
+/// caller rolls back the whole transaction.
+pub const JOURNAL_BYTES_MAX: usize = 64 << 20;
+
 /// The journal of one transaction (see the module doc).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Journal {
     /// Writes defined and not yet sent: table and primary key (None:
     /// written by unique key). Their images are read before they go.
     pending: Vec<(Arc<Table>, Option<Vec<Value>>)>,
     /// Each write's image, oldest first.
     entries: Vec<Entry>,
+    /// Bytes of the images in `entries`, and their limit.
+    bytes: usize,
+    bytes_max: usize,
     /// The rollback's own writes are not noted.
     replaying: bool,
+}
+
+impl Default for Journal {
+    fn default() -> Journal {
+        Journal {
+            pending: Vec::new(),
+            entries: Vec::new(),
+            bytes: 0,
+            bytes_max: JOURNAL_BYTES_MAX,
+            replaying: false,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -117,6 +139,14 @@ impl Transaction<'_> {
         let journal = inner.journal.get_or_insert_with(Default::default);
         debug_assert!(journal.pending.is_empty(), "sent above");
         Ok(journal.entries.len())
+    }
+
+    /// The bytes of row images the journal keeps ([`JOURNAL_BYTES_MAX`]
+    /// unless set here); it applies from the next execute on.
+    pub fn journal_bytes_max(&self, bytes: usize) {
+        if let Some(journal) = self.inner().borrow_mut().journal.as_deref_mut() {
+            journal.bytes_max = bytes;
+        }
     }
 
     /// Turns the journal off and forgets it (no mark is needed any more).
@@ -260,21 +290,49 @@ impl Transaction<'_> {
             // Committed or rolled back whole: no mark can be rolled back to.
             return Ok(());
         }
+        let room = self
+            .inner()
+            .borrow()
+            .journal
+            .as_deref()
+            .map_or((0, 0), |j| {
+                (j.bytes_max.saturating_sub(j.bytes), j.bytes_max)
+            });
         let aside = self.inner().borrow_mut().set_aside();
-        let read = self.read_images(&pending);
+        let read = self.read_images(&pending, room);
         self.inner().borrow_mut().put_back(aside);
-        let entries = read?;
+        let (entries, bytes) = read?;
         if let Some(journal) = self.inner().borrow_mut().journal.as_deref_mut() {
             journal.entries.extend(entries);
+            journal.bytes += bytes;
         }
         Ok(())
     }
 
-    /// The images of `pending`'s rows, each read with an exclusive lock.
-    fn read_images(&self, pending: &[(Arc<Table>, Option<Vec<Value>>)]) -> Result<Vec<Entry>> {
+    /// The images of `pending`'s rows, each read with an exclusive lock,
+    /// and their bytes: while they fit in `room` (bytes left, limit).
+    fn read_images(
+        &self,
+        pending: &[(Arc<Table>, Option<Vec<Value>>)],
+        (room, bytes_max): (usize, usize),
+    ) -> Result<(Vec<Entry>, usize)> {
         let mut entries = Vec::with_capacity(pending.len());
+        let mut kept = 0;
         let mut at = 0;
         while at < pending.len() {
+            if kept >= room {
+                // Full: the rest is not read, and not taken back.
+                let why = format!(
+                    "the transaction's journal holds more than {bytes_max} bytes of row images \
+                     (JOURNAL_BYTES_MAX)"
+                );
+                entries.extend(pending[at..].iter().map(|(table, key)| Entry {
+                    table: Arc::clone(table),
+                    key: key.clone().unwrap_or_default(),
+                    before: Before::Unknown(why.clone()),
+                }));
+                break;
+            }
             let start = at;
             let mut handles = Vec::new();
             let mut bytes = 0;
@@ -302,13 +360,16 @@ impl Transaction<'_> {
             for ((table, key), handle) in pending[start..at].iter().zip(handles) {
                 let before = match handle.map(|h| outcome.result(h)) {
                     None => Before::Unknown(unique_key_write(table)),
-                    Some(Some(OpResult::Row(row))) => Before::Row(
-                        row.columns()
+                    Some(Some(OpResult::Row(row))) => {
+                        let image: Vec<(usize, Value)> = row
+                            .columns()
                             .iter()
                             .copied()
                             .zip(row.values().iter().cloned())
-                            .collect(),
-                    ),
+                            .collect();
+                        kept += image_bytes(&image);
+                        Before::Row(image)
+                    }
                     Some(Some(OpResult::Failed(e))) if e.code == codes::NO_SUCH_ROW => {
                         Before::Absent
                     }
@@ -328,8 +389,23 @@ impl Transaction<'_> {
                 });
             }
         }
-        Ok(entries)
+        Ok((entries, kept))
     }
+}
+
+/// About the bytes a row image holds: each value's bytes and 16 more.
+fn image_bytes(image: &[(usize, Value)]) -> usize {
+    image
+        .iter()
+        .map(|(_, v)| {
+            16 + match v {
+                Value::String(s) => s.len(),
+                Value::Bytes(b) => b.len(),
+                Value::BlobHead { inline, .. } => inline.len(),
+                _ => 8,
+            }
+        })
+        .sum()
 }
 
 fn unique_key_write(table: &Table) -> String {

@@ -112,6 +112,7 @@ pub use events::{
     ChangeKind, EpochChanges, Event, Images, RowChange, SchemaChange, SchemaKind, SubscribeOptions,
     Subscription, SubscriptionState,
 };
+pub use journal::JOURNAL_BYTES_MAX;
 /// How a poll owner spins for its reply (`ClusterOptions::spin_method`):
 /// the data nodes' `SpinMethod`.
 pub use kernel::thread_config::SpinMethod;

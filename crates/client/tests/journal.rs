@@ -410,4 +410,31 @@ fn rollback_to_a_mark_puts_back_the_rows_as_they_were() {
     assert!(tx.execute(ExecMode::Commit).is_err(), "rolled back");
     let check = session.begin().expect("begin");
     assert_eq!(seen(&check, &tables), before, "nothing of it committed");
+    check.execute(ExecMode::Commit).expect("end check");
+
+    // Past its bytes of images the journal keeps no more: a rollback to a
+    // mark before the writes it could not keep is refused.
+    let (_, nums) = &tables;
+    let tx = session.begin().expect("begin");
+    let first = tx.journal_mark().expect("mark");
+    tx.journal_bytes_max(100);
+    let row = [("id", Value::Int(1_000)), ("v", Value::Int(1))];
+    tx.define(Op::write(nums, &row)).expect("write");
+    tx.execute(ExecMode::NoCommit).expect("write");
+    let second = tx.journal_mark().expect("mark");
+    tx.journal_covers(first)
+        .expect("an absent row's image is kept");
+    for id in 1_001..1_010 {
+        let row = [("id", Value::Int(id)), ("v", Value::Int(1))];
+        tx.define(Op::write(nums, &row)).expect("write");
+        tx.execute(ExecMode::NoCommit).expect("write");
+        let row = [("id", Value::Int(id)), ("v", Value::Int(2))];
+        tx.define(Op::write(nums, &row)).expect("write");
+        tx.execute(ExecMode::NoCommit).expect("write");
+    }
+    let why = tx
+        .journal_covers(second)
+        .expect_err("past the journal's bytes");
+    assert!(why.contains("JOURNAL_BYTES_MAX"), "{why}");
+    tx.execute(ExecMode::Rollback).expect("rollback");
 }
