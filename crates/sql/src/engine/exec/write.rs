@@ -1786,6 +1786,20 @@ fn upsert_update(
     ctx.insert_values = inserted;
     let changes = changes_of(table, &old, 0, assignments, checks, &mut ctx, n + 1)?;
     ctx.warnings = abort_on_warning(ctx.strict, std::mem::take(&mut ctx.warnings))?;
+    // A key value another row holds: inside a transaction the data node's
+    // refusal would end it, so it is looked for first (as an UPDATE's,
+    // `first_duplicate`); IGNORE leaves the row as it is, with a warning.
+    if (txn::in_transaction(conn) || ignore) && changes_keys(table, &changes) {
+        let row = [(old.as_slice(), key.as_slice(), changes.as_slice())];
+        if let Some(error) = first_duplicate(tx, table, &row)? {
+            if !ignore {
+                return Err(error);
+            }
+            ctx.warn(error.code, error.message);
+            keep_warnings(conn, &mut ctx);
+            return Ok(Upserted::Skipped);
+        }
+    }
     // FOREIGN KEYs of the row's new values, and of its children.
     let mut undo = undo;
     if !changes.is_empty()
