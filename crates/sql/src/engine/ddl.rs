@@ -186,12 +186,13 @@ pub enum CatalogStmt {
         /// nothing to do, the indexes are kept as rows are written.
         keys: bool,
     },
-    /// `ALTER TABLE` with MySQL's `DROP CHECK name`, which sqlparser does
-    /// not parse (nor MariaDB): the statement with `DROP CONSTRAINT` in
-    /// its place.
+    /// `ALTER TABLE` with MySQL's `DROP CHECK name` or `RENAME INDEX a TO
+    /// b`, which sqlparser does not parse (`alter_mended`).
     AlterTable {
-        /// The statement, parsed.
+        /// The statement, parsed (`DROP CONSTRAINT` for `DROP CHECK`).
         statement: Box<Statement>,
+        /// The indexes renamed (old, new), taken out of the statement.
+        index_renames: Vec<(String, String)>,
     },
     /// `SHOW TABLE STATUS [FROM|IN db] [LIKE 'pattern']`.
     ShowTableStatus {
@@ -300,7 +301,7 @@ pub fn recognise(sql: &str) -> Option<SqlResult<CatalogStmt>> {
         }
         ("CREATE", Some("TABLE")) => create_table_extras(sql, &tokens),
         ("ALTER", Some("TABLE")) => {
-            alter_table_options(&words[2..]).or_else(|| alter_drop_check(&tokens))
+            alter_table_options(&words[2..]).or_else(|| alter_mended(&tokens))
         }
         _ => None,
     }
@@ -384,21 +385,38 @@ fn alter_table_options(words: &[(usize, &Token)]) -> Option<SqlResult<CatalogStm
     }))
 }
 
-/// `ALTER TABLE … DROP CHECK name …` (MySQL 8's, which Django sends to a
-/// server that says MySQL): parsed with `DROP CONSTRAINT` for each
-/// `DROP CHECK` outside parentheses; None when there is none.
+/// `ALTER TABLE …` with clauses of MySQL's that sqlparser does not parse;
+/// None when there is none:
 ///
-/// Django names a check that is named after its one column (MariaDB's name
-/// for a column's CHECK, which Skarv gives) `__unnamed_constraint_<n>__`
-/// and drops it by that name before it redefines the column: that DROP
-/// becomes `DROP CONSTRAINT IF EXISTS` (a note, as Django's MariaDB
-/// backend sends), and the redefinition drops the column's check.
-fn alter_drop_check(tokens: &[Token]) -> Option<SqlResult<CatalogStmt>> {
+/// - `DROP CHECK name` (MySQL 8's, which Django sends to a server that
+///   says MySQL): parsed as `DROP CONSTRAINT`. Django names a check that
+///   is named after its one column (MariaDB's name for a column's CHECK,
+///   which Skarv gives) `__unnamed_constraint_<n>__` and drops it by that
+///   name before it redefines the column: that DROP becomes `DROP
+///   CONSTRAINT IF EXISTS` (a note, as Django's MariaDB backend sends),
+///   and the redefinition drops the column's check.
+/// - `RENAME {INDEX|KEY} old TO new` (GORM's `RenameIndex`): taken out of
+///   the statement and kept beside it (`CatalogStmt::AlterTable`'s
+///   `index_renames`); a statement left with no clause gets `ALGORITHM =
+///   DEFAULT`, which changes nothing.
+fn alter_mended(tokens: &[Token]) -> Option<SqlResult<CatalogStmt>> {
     let mut out: Vec<Token> = Vec::with_capacity(tokens.len() + 4);
     let mut depth = 0i32;
     let mut after_drop = false;
     let mut changed = false;
+    let mut index_renames = Vec::new();
+    let significant = |from: usize| {
+        tokens[from..]
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !matches!(t, Token::Whitespace(_)))
+            .map(move |(i, t)| (from + i, t))
+    };
+    let mut skip_to = 0;
     for (at, token) in tokens.iter().enumerate() {
+        if at < skip_to {
+            continue;
+        }
         match token {
             Token::Whitespace(_) => {
                 out.push(token.clone());
@@ -406,6 +424,36 @@ fn alter_drop_check(tokens: &[Token]) -> Option<SqlResult<CatalogStmt>> {
             }
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
+            Token::Word(w) if depth == 0 && w.keyword == Keyword::RENAME => {
+                let next: Vec<(usize, &Token)> = significant(at + 1).take(5).collect();
+                let word = |i: usize| match next.get(i) {
+                    Some((_, Token::Word(w))) => Some(w),
+                    _ => None,
+                };
+                let is = |i: usize, k: &str| {
+                    word(i)
+                        .is_some_and(|w| w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k))
+                };
+                if (is(0, "INDEX") || is(0, "KEY")) && is(2, "TO") {
+                    if let (Some(old), Some(new)) = (word(1), word(3)) {
+                        index_renames.push((old.value.clone(), new.value.clone()));
+                        changed = true;
+                        // The clause and the comma after it go, or the one
+                        // before it when it is the last.
+                        skip_to = next[3].0 + 1;
+                        if matches!(next.get(4), Some((_, Token::Comma))) {
+                            skip_to = next[4].0 + 1;
+                        } else if let Some(comma) = out
+                            .iter()
+                            .rposition(|t| !matches!(t, Token::Whitespace(_)))
+                            .filter(|&i| matches!(out[i], Token::Comma))
+                        {
+                            out.truncate(comma);
+                        }
+                        continue;
+                    }
+                }
+            }
             Token::Word(w) if depth == 0 && after_drop && w.keyword == Keyword::CHECK => {
                 out.push(Token::make_keyword("CONSTRAINT"));
                 let name = tokens[at + 1..]
@@ -429,10 +477,31 @@ fn alter_drop_check(tokens: &[Token]) -> Option<SqlResult<CatalogStmt>> {
     if !changed {
         return None;
     }
+    // `ALTER TABLE [db.]t` and nothing after: a clause that does nothing.
+    let words: Vec<&Token> = out
+        .iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
+        .collect();
+    let bare = matches!(
+        &words[2..],
+        [Token::Word(_)] | [Token::Word(_), Token::Period, Token::Word(_)]
+    );
+    if bare {
+        let space = || Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+        out.extend([
+            space(),
+            Token::make_keyword("ALGORITHM"),
+            space(),
+            Token::Eq,
+            space(),
+            Token::make_keyword("DEFAULT"),
+        ]);
+    }
     let text: String = out.iter().map(token_text).collect();
     Some(match super::parse(&text) {
         Ok(mut statements) if statements.len() == 1 => Ok(CatalogStmt::AlterTable {
             statement: Box::new(statements.remove(0)),
+            index_renames,
         }),
         Ok(_) => Err(SqlError::syntax("one ALTER TABLE expected")),
         Err(e) => Err(e),
@@ -752,8 +821,13 @@ pub fn run(
             let rows = change.apply(conn)?;
             altered(conn, rows)
         }
-        CatalogStmt::AlterTable { statement } => match &**statement {
-            Statement::AlterTable(alter) => alter_table(conn, &alter.name, &alter.operations),
+        CatalogStmt::AlterTable {
+            statement,
+            index_renames,
+        } => match &**statement {
+            Statement::AlterTable(alter) => {
+                alter_table_renaming(conn, &alter.name, &alter.operations, index_renames)
+            }
             other => Err(SqlError::unsupported(format_args!("`{other}`"))),
         },
         CatalogStmt::ShowTableStatus { db, like, filter } => {
@@ -2324,7 +2398,9 @@ fn sql_type(
                 ("TEXT" | "BLOB", [sqlparser::ast::TypeModifier::Number(n, _)]) => {
                     let n = n.parse::<u64>().ok();
                     if type_name == "TEXT" {
-                        text(blob_size(n))
+                        // TEXT(M) is the smallest TEXT that holds M
+                        // characters of 4 bytes (utf8mb4), as MySQL's.
+                        text(blob_size(n.map(|n| n.saturating_mul(4))))
                     } else {
                         SqlType::Blob { size: blob_size(n) }
                     }
@@ -3516,6 +3592,63 @@ impl Change {
         Ok(())
     }
 
+    /// `RENAME {INDEX|KEY} old TO new`: MySQL renames in the dictionary
+    /// only; here the cluster's index is dropped and built again under the
+    /// new name (a UNIQUE one by a copy, as any UNIQUE key added).
+    fn rename_index(&mut self, old: &str, new: &str) -> SqlResult<()> {
+        if old.eq_ignore_ascii_case(PRIMARY) || new.eq_ignore_ascii_case(PRIMARY) {
+            return Err(err(
+                1280,
+                "42000",
+                format!(
+                    "Incorrect index name '{}'",
+                    if old.eq_ignore_ascii_case(PRIMARY) {
+                        old
+                    } else {
+                        new
+                    }
+                ),
+            ));
+        }
+        let Some(index) = self
+            .def
+            .indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(old))
+            .cloned()
+        else {
+            return Err(err(
+                1176,
+                "42000",
+                format!("Key '{old}' doesn't exist in table '{}'", self.info.name),
+            ));
+        };
+        let hash = format!("{old}{UNIQUE_SUFFIX}");
+        let unique = self
+            .def
+            .indexes
+            .iter()
+            .any(|i| i.name.eq_ignore_ascii_case(&hash));
+        let columns: Vec<String> = index
+            .columns
+            .iter()
+            .map(|&c| self.def.columns[c].name.clone())
+            .collect();
+        // In the old one's place, as SHOW INDEX lists keys in order.
+        let at = self
+            .def
+            .indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(old) || i.name.eq_ignore_ascii_case(&hash))
+            .expect("found above");
+        self.drop_index(old)?;
+        let kept = self.def.indexes.len();
+        self.add_index(Some(new.to_owned()), columns, unique)?;
+        let added: Vec<IndexDef> = self.def.indexes.drain(kept..).collect();
+        self.def.indexes.splice(at..at, added);
+        Ok(())
+    }
+
     fn drop_index(&mut self, name: &str) -> SqlResult<()> {
         if name.eq_ignore_ascii_case(PRIMARY) {
             return Err(SqlError::unsupported(
@@ -4268,10 +4401,24 @@ fn alter_table(
     name: &ObjectName,
     operations: &[AlterTableOperation],
 ) -> SqlResult<Answered> {
+    alter_table_renaming(conn, name, operations, &[])
+}
+
+/// [`alter_table`], with MySQL's `RENAME {INDEX|KEY} old TO new` clauses
+/// (`alter_mended`) applied first.
+fn alter_table_renaming(
+    conn: &mut Conn<'_>,
+    name: &ObjectName,
+    operations: &[AlterTableOperation],
+    index_renames: &[(String, String)],
+) -> SqlResult<Answered> {
     let (db, table) = object_name(name)?;
     let info = catalog::table(conn, db.as_deref(), &table)?;
     check_not_system(&info.db, &info.name)?;
     let mut change = Change::new(&info);
+    for (old, new) in index_renames {
+        change.rename_index(old, new)?;
+    }
     let column_def = |name: &sqlparser::ast::Ident,
                       data_type: &DataType,
                       options: &[ColumnOption]| sqlparser::ast::ColumnDef {
@@ -4841,7 +4988,7 @@ mod tests {
 
     #[test]
     fn mysqls_drop_check_is_drop_constraint() {
-        let Some(Ok(CatalogStmt::AlterTable { statement })) =
+        let Some(Ok(CatalogStmt::AlterTable { statement, .. })) =
             recognise("ALTER TABLE t ADD CHECK (a > 0), DROP CHECK c1, DROP COLUMN `check`")
         else {
             panic!("DROP CHECK not recognised");
@@ -4859,7 +5006,7 @@ mod tests {
         ));
         // c1 must exist; Django's made-up name for a column's check may not.
         let if_exists = |sql: &str| {
-            let Some(Ok(CatalogStmt::AlterTable { statement })) = recognise(sql) else {
+            let Some(Ok(CatalogStmt::AlterTable { statement, .. })) = recognise(sql) else {
                 panic!("DROP CHECK not recognised: {sql}");
             };
             let Statement::AlterTable(alter) = *statement else {

@@ -67,6 +67,22 @@ impl Dialect for SkarvDialect {
         TypeId::of::<MySqlDialect>()
     }
 
+    /// `CHARSET cs` in a column's definition: MySQL's word for
+    /// `CHARACTER SET cs` there (the parser takes the two words only).
+    fn parse_column_option(
+        &self,
+        parser: &mut Parser,
+    ) -> Result<Option<Result<Option<sqlparser::ast::ColumnOption>, ParserError>>, ParserError>
+    {
+        if !parser.parse_keyword(Keyword::CHARSET) {
+            return Ok(None);
+        }
+        let name = parser.parse_object_name(false);
+        Ok(Some(name.map(|n| {
+            Some(sqlparser::ast::ColumnOption::CharacterSet(n))
+        })))
+    }
+
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
         match parser.peek_token_ref().token {
             Token::Number(..)

@@ -1665,7 +1665,8 @@ fn lengths(c: &SqlColumn) -> [Option<u64>; 5] {
             None,
             None,
         ],
-        SqlType::Text { size, .. } => [Some(blob(*size) / 4), Some(blob(*size)), None, None, None],
+        // A TEXT's maximum in characters is its bytes, as MySQL's.
+        SqlType::Text { size, .. } => [Some(blob(*size)), Some(blob(*size)), None, None, None],
         SqlType::Blob { size } => [Some(blob(*size)), Some(blob(*size)), None, None, None],
         SqlType::Bit { bits } => [None, None, Some(u64::from(*bits)), None, None],
         SqlType::Time { fsp } | SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
