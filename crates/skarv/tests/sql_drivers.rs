@@ -1,5 +1,6 @@
 //! Application drivers against a sandbox's SQL node: Go's
-//! `github.com/go-sql-driver/mysql` (`tests/drivers/go`), JDBC — MySQL
+//! `github.com/go-sql-driver/mysql` (`tests/drivers/go`) and GORM
+//! (`tests/drivers/go/gorm`), JDBC — MySQL
 //! Connector/J and MariaDB Connector/J (`tests/drivers/java`) — and
 //! Python's ORMs over PyMySQL, SQLAlchemy and Django with its migrations
 //! (`tests/drivers/python/orms.py`), and Node's mysql2 with Sequelize
@@ -48,21 +49,24 @@ fn require_tool(tool: &str, version_arg: &str, package: &str) {
 }
 
 #[test]
-fn go_sql_driver_mysql_works_against_the_sql_node() {
+fn go_sql_driver_mysql_and_gorm_work_against_the_sql_node() {
     require_tool("go", "version", "golang-go");
     let sandbox = start("sql-drivers-go", 40_500);
     let port = sandbox.sql_port().to_string();
-    let output = Command::new("go")
-        .args(["run", ".", "-host", "127.0.0.1", "-port", &port])
-        .current_dir(root().join("tests/drivers/go"))
-        .output()
-        .expect("run go");
-    assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("drivers-go: ok"),
-        "{}",
-        text(&output)
-    );
+    // The driver's checks, then GORM's (`tests/drivers/go/gorm`).
+    for (program, ok) in [(".", "drivers-go: ok"), ("./gorm", "drivers-gorm: ok")] {
+        let output = Command::new("go")
+            .args(["run", program, "-host", "127.0.0.1", "-port", &port])
+            .current_dir(root().join("tests/drivers/go"))
+            .output()
+            .expect("run go");
+        assert!(output.status.success(), "{}", text(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(ok),
+            "{}",
+            text(&output)
+        );
+    }
 }
 
 #[test]
