@@ -1,7 +1,8 @@
 //! Application drivers against a sandbox's SQL node: Go's
 //! `github.com/go-sql-driver/mysql` (`tests/drivers/go`) and GORM
 //! (`tests/drivers/go/gorm`), JDBC — MySQL
-//! Connector/J and MariaDB Connector/J (`tests/drivers/java`) — and
+//! Connector/J and MariaDB Connector/J (`tests/drivers/java`), with
+//! Hibernate ORM over Connector/J — and
 //! Python's ORMs over PyMySQL, SQLAlchemy and Django with its migrations
 //! (`tests/drivers/python/orms.py`), and Node's mysql2 with Sequelize
 //! (`tests/drivers/node/orms.js`). Each program
@@ -70,34 +71,42 @@ fn go_sql_driver_mysql_and_gorm_work_against_the_sql_node() {
 }
 
 #[test]
-fn jdbc_drivers_work_against_the_sql_node() {
+fn jdbc_drivers_and_hibernate_work_against_the_sql_node() {
     require_tool("java", "-version", "default-jdk-headless");
     require_tool("mvn", "-v", "maven");
     let sandbox = start("sql-drivers-java", 41_000);
     let port = sandbox.sql_port().to_string();
     let target = target_dir();
-    let output = Command::new("mvn")
-        .arg("-q")
-        .arg("-B")
-        .arg(format!(
-            "-Dmaven.repo.local={}",
-            target.join("ci-tools/m2").display()
-        ))
-        .arg(format!(
-            "-Ddrivers.build.dir={}",
-            target.join("drivers-java").display()
-        ))
-        .arg(format!("-Dexec.args=127.0.0.1 {port}"))
-        .args(["compile", "exec:java"])
-        .current_dir(root().join("tests/drivers/java"))
-        .output()
-        .expect("run mvn");
-    assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("drivers-java: ok"),
-        "{}",
-        text(&output)
-    );
+    // The drivers' checks, then Hibernate's over Connector/J.
+    let programs = [
+        ("skarv.drivers.DriversJava", "drivers-java: ok"),
+        ("skarv.drivers.HibernateChecks", "drivers-hibernate: ok"),
+    ];
+    for (main, ok) in programs {
+        let output = Command::new("mvn")
+            .arg("-q")
+            .arg("-B")
+            .arg(format!(
+                "-Dmaven.repo.local={}",
+                target.join("ci-tools/m2").display()
+            ))
+            .arg(format!(
+                "-Ddrivers.build.dir={}",
+                target.join("drivers-java").display()
+            ))
+            .arg(format!("-Ddrivers.main={main}"))
+            .arg(format!("-Dexec.args=127.0.0.1 {port}"))
+            .args(["compile", "exec:java"])
+            .current_dir(root().join("tests/drivers/java"))
+            .output()
+            .expect("run mvn");
+        assert!(output.status.success(), "{}", text(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(ok),
+            "{}",
+            text(&output)
+        );
+    }
 }
 
 #[test]

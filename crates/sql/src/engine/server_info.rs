@@ -664,7 +664,9 @@ pub fn columns(upper: &str) -> Option<Vec<ColumnMeta>> {
             BigInt("ID", 11),
             Text("IS_DEFAULT", 3),
         ],
-        "KEYWORDS" => &[Text("WORD", 64)],
+        // MariaDB's WORD, and MySQL 8's RESERVED, which Connector/J reads
+        // for `DatabaseMetaData.getSQLKeywords` from a server that says 8.0.
+        "KEYWORDS" => &[Text("WORD", 64), Int("RESERVED", 1)],
         "SQL_FUNCTIONS" => &[Text("FUNCTION", 64)],
         "ENGINES" => &[
             Text("ENGINE", 64),
@@ -910,7 +912,10 @@ pub fn rows(conn: &mut Conn<'_>, upper: &str) -> SqlResult<Vec<Vec<SqlValue>>> {
             .collect(),
         "KEYWORDS" => super::sql_words::KEYWORDS
             .iter()
-            .map(|w| vec![text(*w)])
+            .map(|w| {
+                let reserved = super::sql_words::RESERVED.binary_search(w).is_ok();
+                vec![text(*w), SqlValue::Int(i64::from(reserved))]
+            })
             .collect(),
         "SQL_FUNCTIONS" => super::sql_words::SQL_FUNCTIONS
             .iter()
