@@ -85,10 +85,13 @@ impl Sandbox {
             .sum()
     }
 
-    /// Waits until node `id` has caught up once more than `before` times.
+    /// Waits until node `id` has caught up once more than `before` times
+    /// and the management server says it is started: its log line comes
+    /// first, and a restart of its group's other node is refused while
+    /// the management server still sees it starting.
     fn wait_caught_up(&self, id: u64, before: usize) {
         let start = Instant::now();
-        while self.caught_up(id) <= before {
+        while self.caught_up(id) <= before || self.pid_if_started(id).is_none() {
             assert!(
                 start.elapsed() < CATCH_UP_MAX,
                 "node {id} did not catch up within {CATCH_UP_MAX:?}; logs under {}",

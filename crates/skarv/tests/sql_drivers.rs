@@ -49,6 +49,16 @@ fn require_tool(tool: &str, version_arg: &str, package: &str) {
     );
 }
 
+/// The program exited 0 and printed its `ok` line.
+fn assert_ran(output: &std::process::Output, ok: &str) {
+    assert!(output.status.success(), "{}", text(output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains(ok),
+        "{}",
+        text(output)
+    );
+}
+
 #[test]
 fn go_sql_driver_mysql_and_gorm_work_against_the_sql_node() {
     require_tool("go", "version", "golang-go");
@@ -61,12 +71,7 @@ fn go_sql_driver_mysql_and_gorm_work_against_the_sql_node() {
             .current_dir(root().join("tests/drivers/go"))
             .output()
             .expect("run go");
-        assert!(output.status.success(), "{}", text(&output));
-        assert!(
-            String::from_utf8_lossy(&output.stdout).contains(ok),
-            "{}",
-            text(&output)
-        );
+        assert_ran(&output, ok);
     }
 }
 
@@ -100,12 +105,7 @@ fn jdbc_drivers_and_hibernate_work_against_the_sql_node() {
             .current_dir(root().join("tests/drivers/java"))
             .output()
             .expect("run mvn");
-        assert!(output.status.success(), "{}", text(&output));
-        assert!(
-            String::from_utf8_lossy(&output.stdout).contains(ok),
-            "{}",
-            text(&output)
-        );
+        assert_ran(&output, ok);
     }
 }
 
@@ -136,12 +136,7 @@ fn python_orms_work_against_the_sql_node() {
         .env("PYTHONPATH", &packages)
         .output()
         .expect("run python3");
-    assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("drivers-python: ok"),
-        "{}",
-        text(&output)
-    );
+    assert_ran(&output, "drivers-python: ok");
 }
 
 #[test]
@@ -161,10 +156,5 @@ fn node_mysql2_and_sequelize_work_against_the_sql_node() {
         .current_dir(&dir)
         .output()
         .expect("run node");
-    assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("drivers-node: ok"),
-        "{}",
-        text(&output)
-    );
+    assert_ran(&output, "drivers-node: ok");
 }
