@@ -108,6 +108,16 @@ enum Before {
     Unknown(String),
 }
 
+impl Entry {
+    /// The bytes its image counted in [`Journal::bytes`].
+    fn image_bytes(&self) -> usize {
+        match &self.before {
+            Before::Row(image) => image_bytes(image),
+            Before::Absent | Before::Unknown(_) => 0,
+        }
+    }
+}
+
 impl Journal {
     /// A write was defined (`Transaction::define`).
     pub(crate) fn note(&mut self, table: &Arc<Table>, key: Option<&[Value]>) {
@@ -219,7 +229,12 @@ impl Transaction<'_> {
                 .expect("journal_covers found one");
             debug_assert!(journal.pending.is_empty(), "the execute above read them");
             journal.replaying = true;
-            journal.entries.split_off(mark.min(journal.entries.len()))
+            let dropped = journal.entries.split_off(mark.min(journal.entries.len()));
+            // Their images no longer count against the limit.
+            let freed: usize = dropped.iter().map(Entry::image_bytes).sum();
+            debug_assert!(freed <= journal.bytes, "every kept image was counted");
+            journal.bytes -= freed;
+            dropped
         };
         // Each row's image from before its first write after the mark.
         let mut encoders: HashMap<u32, KeyEncoder> = HashMap::new();

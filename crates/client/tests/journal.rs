@@ -437,4 +437,31 @@ fn rollback_to_a_mark_puts_back_the_rows_as_they_were() {
         .expect_err("past the journal's bytes");
     assert!(why.contains("JOURNAL_BYTES_MAX"), "{why}");
     tx.execute(ExecMode::Rollback).expect("rollback");
+
+    // A rollback to a mark gives back the bytes of the images it took
+    // back: writing a row and rolling it back, again and again, never
+    // fills the journal.
+    let tx = session.begin().expect("begin");
+    let _ = tx.journal_mark().expect("mark");
+    tx.journal_bytes_max(100);
+    let row = [("id", Value::Int(2_000)), ("v", Value::Int(0))];
+    tx.define(Op::write(nums, &row)).expect("write");
+    tx.execute(ExecMode::NoCommit).expect("write");
+    for round in 1..=10 {
+        let mark = tx.journal_mark().expect("mark");
+        let row = [("id", Value::Int(2_000)), ("v", Value::Int(round))];
+        tx.define(Op::write(nums, &row)).expect("write");
+        tx.execute(ExecMode::NoCommit).expect("write");
+        tx.rollback_to_mark(mark)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+    // Locked: a committed read does not see the transaction's own writes.
+    let read = tx
+        .define(Op::read(nums, &[Value::Int(2_000)]).lock(LockMode::Shared))
+        .expect("read");
+    let outcome = tx.execute(ExecMode::Commit).expect("commit");
+    match outcome.result(read) {
+        Some(OpResult::Row(row)) => assert_eq!(int(row, "v"), 0, "as before the rollbacks"),
+        other => panic!("row 2000 after the rollbacks: {other:?}"),
+    }
 }
