@@ -159,6 +159,11 @@ impl Transaction<'_> {
         }
     }
 
+    /// Whether the journal is on (a mark was taken and not stopped).
+    pub fn journal_active(&self) -> bool {
+        self.inner().borrow().journal.is_some()
+    }
+
     /// Turns the journal off and forgets it (no mark is needed any more).
     pub fn journal_stop(&self) {
         self.inner().borrow_mut().journal = None;

@@ -347,6 +347,53 @@ pub fn take_back<'s>(conn: &mut Conn<'s>, pending_at_start: usize) -> Option<Tra
     conn.tx.tx.take()
 }
 
+/// Where a statement inside a transaction goes back to when it fails
+/// after FOREIGN KEY actions wrote child rows (MySQL's statement
+/// rollback). Those writes cannot be inverted by the statement itself
+/// (they are of other tables, at any depth), so the transaction's
+/// journal is turned on for the statement and the mark taken back to.
+pub(crate) struct StatementMark {
+    mark: usize,
+    /// The statement turned the journal on (no savepoint had): it turns
+    /// it off again when it ends.
+    own_journal: bool,
+}
+
+/// Takes the statement's mark, once, before its first write through
+/// FOREIGN KEY actions ([`super::exec::foreign::actions_write`]); nothing
+/// outside a transaction, where a failed statement rolls back whole.
+/// Sends what is pending first (`journal_mark`).
+pub(crate) fn mark_statement(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    at: &mut Option<StatementMark>,
+) -> SqlResult<()> {
+    if at.is_some() || !in_transaction(conn) {
+        return Ok(());
+    }
+    let own_journal = !tx.journal_active();
+    let mark = tx.journal_mark().map_err(|e| native_error(&e))?;
+    *at = Some(StatementMark { mark, own_journal });
+    Ok(())
+}
+
+/// A statement that took a [`StatementMark`] ended: when it failed, every
+/// row it wrote (child rows of its FOREIGN KEY actions too) is put back
+/// and the transaction goes on; if that cannot be done the transaction is
+/// rolled back whole (and [`finish`] says so).
+pub(crate) fn end_statement(tx: &Transaction<'_>, at: Option<StatementMark>, failed: bool) {
+    let Some(StatementMark { mark, own_journal }) = at else {
+        return;
+    };
+    if failed {
+        // On an error the whole transaction is rolled back by it.
+        let _ = tx.rollback_to_mark(mark);
+    }
+    if own_journal {
+        tx.journal_stop();
+    }
+}
+
 /// Sends what a transaction has pending (deferred writes) before
 /// something that does not carry them: a scan.
 pub fn flush(tx: &Transaction<'_>) -> Result<(), skarv_client::Error> {

@@ -324,6 +324,21 @@ pub(crate) fn parent_actions(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Ve
     Ok(out)
 }
 
+/// Whether [`parent_changed`] may write child rows for these actions
+/// (a CASCADE or SET NULL, on delete or on update): a statement that
+/// fails after it has writes of other tables to take back
+/// ([`crate::engine::txn::mark_statement`]).
+pub(crate) fn actions_write(actions: &[ParentAction]) -> bool {
+    actions.iter().any(|a| {
+        [a.fk.on_delete, a.fk.on_update].iter().any(|rule| {
+            matches!(
+                rule,
+                Some(meta::FkAction::Cascade | meta::FkAction::SetNull)
+            )
+        })
+    })
+}
+
 /// Whether a write of `table` may need [`parent_changed`]: it is a
 /// parent. (Asked before the statement resolves its children.)
 pub(crate) fn is_parent(table: &TableInfo) -> bool {
@@ -354,9 +369,11 @@ pub(crate) fn statement_changed<'r>(
 /// Parent rows of `table` about to be deleted (`new` None) or updated:
 /// each as (old row, its primary key, new row). Refuses (1451) or acts
 /// on their children as each FOREIGN KEY says, inside `tx`, before the
-/// parent's own writes are sent. True when it changed a child row (a
-/// statement that fails later cannot take that back by itself: its
-/// caller then rolls the transaction back).
+/// parent's own writes are sent. True when it changed a child row. A
+/// statement cannot take such writes back by itself, and it may fail
+/// after them (here too, deeper down): inside a transaction its caller
+/// takes a [`crate::engine::txn::mark_statement`] first when
+/// [`actions_write`], and goes back to it on failure.
 pub(crate) fn parent_changed(
     conn: &Conn<'_>,
     tx: &Transaction<'_>,

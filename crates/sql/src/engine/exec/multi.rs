@@ -604,7 +604,7 @@ pub(super) fn update(
         return txn::finish(conn, tx, Err(e));
     }
     let tz_secs = ctx.env.tz_secs;
-    let mut cascaded = false;
+    let mut mark = None;
     let checked = if !ignore && txn::in_transaction(conn) {
         no_duplicates(&tx, &spec, &rows)
     } else {
@@ -612,13 +612,10 @@ pub(super) fn update(
     };
     let result = checked
         .and_then(|()| {
-            foreign_keys_of_updates(&*conn, &tx, &spec, rows, ignore, &mut ctx, &mut cascaded)
+            foreign_keys_of_updates(&*conn, &tx, &spec, rows, ignore, &mut ctx, &mut mark)
         })
         .and_then(|rows| write_changes(&tx, &spec, &rows, ignore, tz_secs));
-    if cascaded && result.is_err() {
-        // What the FOREIGN KEYs changed cannot be taken back alone.
-        let _ = tx.execute(ExecMode::Rollback);
-    }
+    txn::end_statement(&tx, mark, result.is_err());
     let (matched, changed) = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: if conn.found_rows { matched } else { changed },
@@ -640,7 +637,7 @@ fn foreign_keys_of_updates(
     rows: Vec<Changed>,
     ignore: bool,
     ctx: &mut Ctx<'_>,
-    cascaded: &mut bool,
+    mark: &mut Option<txn::StatementMark>,
 ) -> SqlResult<Vec<Changed>> {
     if !conn.session.foreign_key_checks() {
         return Ok(rows);
@@ -675,7 +672,10 @@ fn foreign_keys_of_updates(
                 )
             })
             .collect();
-        *cascaded |= super::foreign::parent_changed(conn, tx, table, &actions, &changed, ctx, 0)?;
+        if super::foreign::actions_write(&actions) && !changed.is_empty() {
+            txn::mark_statement(conn, tx, mark)?;
+        }
+        super::foreign::parent_changed(conn, tx, table, &actions, &changed, ctx, 0)?;
         let checked: Vec<(&[Val], Option<&[Val]>)> = mine
             .iter()
             .zip(&news)
@@ -1166,7 +1166,7 @@ pub(super) fn delete(
         Err((e, None)) => return Err(e),
     };
     let tz_secs = ctx.env.tz_secs;
-    let mut cascaded = false;
+    let mut mark = None;
     // Per place in the join: what deleting a row of it does to children.
     let mut fk_actions = Vec::with_capacity(spec.tables.len());
     for (at, t) in spec.tables.iter().enumerate() {
@@ -1211,7 +1211,10 @@ pub(super) fn delete(
                 .map(|(_, row, key)| (row.as_slice(), key.as_slice(), None))
                 .collect();
             let table = &spec.tables[*at].table;
-            cascaded |= super::foreign::parent_changed(
+            if super::foreign::actions_write(&fk_actions[*at]) && !changes.is_empty() {
+                txn::mark_statement(&*conn, &tx, &mut mark)?;
+            }
+            super::foreign::parent_changed(
                 &*conn,
                 &tx,
                 table,
@@ -1232,10 +1235,7 @@ pub(super) fn delete(
         }
         Ok(gone.len() as u64)
     })();
-    if cascaded && result.is_err() {
-        // What the FOREIGN KEYs changed cannot be taken back alone.
-        let _ = tx.execute(ExecMode::Rollback);
-    }
+    txn::end_statement(&tx, mark, result.is_err());
     let affected = finish_write(conn, tx, result, ctx)?;
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,

@@ -684,7 +684,7 @@ pub(crate) fn write_rows(
     // REPLACE into a parent: the rows it replaces are deleted first, their
     // children refused, deleted or set NULL as each FOREIGN KEY says (as
     // InnoDB's, whose REPLACE deletes and inserts).
-    let mut cascaded = false;
+    let mut mark = None;
     if replace && conn.session.foreign_key_checks() && super::foreign::is_parent(table) {
         let actions = match super::foreign::parent_actions(conn, table) {
             Ok(actions) => actions,
@@ -694,18 +694,19 @@ pub(crate) fn write_rows(
             }
         };
         let replaced = replaced_rows(&tx, table, &native_rows, ctx).and_then(|old| {
+            if super::foreign::actions_write(&actions) && !old.is_empty() {
+                txn::mark_statement(&*conn, &tx, &mut mark)?;
+            }
             let gone: Vec<super::foreign::ParentChange<'_>> = old
                 .iter()
                 .map(|(row, key)| (row.as_slice(), key.as_slice(), None))
                 .collect();
             super::foreign::parent_changed(&*conn, &tx, table, &actions, &gone, ctx, 0)
         });
-        match replaced {
-            Ok(wrote) => cascaded = wrote,
-            Err(e) => {
-                warnings.rest(conn);
-                return txn::finish(conn, tx, Err(e));
-            }
+        if let Err(e) = replaced {
+            txn::end_statement(&tx, mark, true);
+            warnings.rest(conn);
+            return txn::finish(conn, tx, Err(e));
         }
     }
     // A plain INSERT either commits with its last batch (autocommit: one
@@ -728,6 +729,10 @@ pub(crate) fn write_rows(
         // Inside a transaction a failed statement takes back its rows.
         let mut undo = Vec::new();
         let in_tx = txn::in_transaction(conn);
+        if let Err(e) = upsert_mark(conn, &tx, table, &mut mark) {
+            warnings.rest(conn);
+            return txn::finish(conn, tx, Err(e));
+        }
         let upserted = upsert_rows(
             conn,
             &tx,
@@ -740,7 +745,7 @@ pub(crate) fn write_rows(
             in_tx.then_some(&mut undo),
             &mut done,
         );
-        if upserted.is_err() {
+        if upserted.is_err() && mark.is_none() {
             undo_statement(&tx, table, &undo);
         }
         upserted
@@ -759,10 +764,7 @@ pub(crate) fn write_rows(
         )
     };
     warnings.rest(conn);
-    if cascaded && result.is_err() {
-        // What the FOREIGN KEYs changed cannot be taken back alone.
-        let _ = tx.execute(ExecMode::Rollback);
-    }
+    txn::end_statement(&tx, mark, result.is_err());
     let (affected, duplicates) = if committed {
         conn.tx.wrote = false;
         result?
@@ -1416,6 +1418,10 @@ fn upsert_then_fail(
 ) -> SqlResult<Written> {
     let tx = txn::take(conn)?;
     let mut undo = Vec::new();
+    let mut mark = None;
+    if let Err(e) = upsert_mark(conn, &tx, table, &mut mark) {
+        return txn::finish(conn, tx, Err(e));
+    }
     let mut warnings = RowWarnings::default();
     let upserted = upsert_rows(
         conn,
@@ -1433,10 +1439,33 @@ fn upsert_then_fail(
     // taken) come before the row that did not convert.
     let upserted =
         upserted.and_then(|_| txn::flush(&tx).map_err(|e| txn::native_error_in(&e, &table.name)));
-    if txn::in_transaction(conn) {
+    if txn::in_transaction(conn) && mark.is_none() {
         undo_statement(&tx, table, &undo);
     }
+    txn::end_statement(&tx, mark, true);
     txn::finish(conn, tx, upserted.and(Err(error)))
+}
+
+/// ON DUPLICATE KEY UPDATE of a parent whose FOREIGN KEY actions write
+/// child rows, inside a transaction: the statement's mark, taken before
+/// its first row, since a row's update may cascade (its [`Undo`] cannot
+/// take that back) and a later row fail.
+fn upsert_mark(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &TableInfo,
+    mark: &mut Option<txn::StatementMark>,
+) -> SqlResult<()> {
+    if !txn::in_transaction(conn)
+        || !conn.session.foreign_key_checks()
+        || !super::foreign::is_parent(table)
+    {
+        return Ok(());
+    }
+    if super::foreign::actions_write(&super::foreign::parent_actions(conn, table)?) {
+        txn::mark_statement(conn, tx, mark)?;
+    }
+    Ok(())
 }
 
 /// The 1062 of the first of `rows` (made, not yet written) that an
@@ -1881,7 +1910,8 @@ pub(crate) enum Undo {
     },
     /// A FOREIGN KEY's CASCADE or SET NULL changed child rows, which the
     /// statement does not take back: a failure rolls the whole
-    /// transaction back instead.
+    /// transaction back instead. (Not met where the statement took a
+    /// [`txn::StatementMark`], which takes such writes back: `upsert_mark`.)
     Lost,
 }
 
@@ -3849,7 +3879,7 @@ fn update(
         }
     }
     let tz_secs = ctx.env.tz_secs;
-    let mut cascaded = false;
+    let mut mark = None;
     // Inside a transaction a duplicate key fails the statement only, as
     // in MariaDB: it is looked for before anything is written.
     let check_keys = !ignore
@@ -3890,8 +3920,11 @@ fn update(
                 .iter()
                 .zip(&news)
                 .map(|((old, key, _), new)| (old.as_slice(), key.as_slice(), Some(new.as_slice())));
+            if super::foreign::actions_write(&fk_actions) && !rows.is_empty() {
+                txn::mark_statement(&*conn, &tx, &mut mark)?;
+            }
             let parents = (&*table, fk_actions.as_slice());
-            cascaded = super::foreign::statement_changed(&*conn, &tx, parents, changed, &mut ctx)?;
+            super::foreign::statement_changed(&*conn, &tx, parents, changed, &mut ctx)?;
             let checked: Vec<(&[Val], Option<&[Val]>)> = rows
                 .iter()
                 .zip(&news)
@@ -3953,10 +3986,7 @@ fn update(
         // The last batch goes with the commit (or `txn::finish` sends it).
         Ok((matched, changed))
     })();
-    if cascaded && result.is_err() {
-        // What the FOREIGN KEYs changed cannot be taken back alone.
-        let _ = tx.execute(ExecMode::Rollback);
-    }
+    txn::end_statement(&tx, mark, result.is_err());
     let (matched, changed) = finish_write(conn, tx, result, ctx)?;
     let info = if impossible {
         String::new()
@@ -4025,13 +4055,16 @@ fn delete(
         Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
         Err((e, None)) => return Err(e),
     };
-    let mut cascaded = false;
+    let mut mark = None;
     let result = (|| {
+        if super::foreign::actions_write(&fk_actions) && !rows.is_empty() {
+            txn::mark_statement(&*conn, &tx, &mut mark)?;
+        }
         let gone = rows
             .iter()
             .map(|(row, key)| (row.as_slice(), key.as_slice(), None));
         let parents = (&*table, fk_actions.as_slice());
-        cascaded = super::foreign::statement_changed(&*conn, &tx, parents, gone, &mut ctx)?;
+        super::foreign::statement_changed(&*conn, &tx, parents, gone, &mut ctx)?;
         for (_, key) in &rows {
             tx.define(Op::delete(&table.native, key))
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;
@@ -4042,10 +4075,7 @@ fn delete(
         }
         Ok(rows.len() as u64)
     })();
-    if cascaded && result.is_err() {
-        // What the FOREIGN KEYs changed cannot be taken back alone.
-        let _ = tx.execute(ExecMode::Rollback);
-    }
+    txn::end_statement(&tx, mark, result.is_err());
     let affected = finish_write(conn, tx, result, ctx)?;
     // RETURNING's rows: those deleted, in the ORDER BY's order, else in
     // the primary key's (MariaDB's deletes walk InnoDB's clustered index;
