@@ -5,7 +5,8 @@
 //! Hibernate ORM over Connector/J — and
 //! Python's ORMs over PyMySQL, SQLAlchemy and Django with its migrations
 //! (`tests/drivers/python/orms.py`), and Node's mysql2 with Sequelize
-//! (`tests/drivers/node/orms.js`). Each program
+//! (`tests/drivers/node/orms.js`) and with TypeORM and knex
+//! (`tests/drivers/node/typeorm_knex.js`). Each program
 //! logs in, creates a schema, writes and reads back every column type
 //! through server-side and client-side prepared statements, and checks
 //! transactions, batches, generated keys, error codes, metadata, a pool of
@@ -13,7 +14,7 @@
 //! the check that failed. The same programs pass against MariaDB 10.11.
 //!
 //! `go`, `mvn`, `java` and `node` must be installed, Django and SQLAlchemy
-//! in `target/ci-tools/python` and mysql2 and Sequelize in
+//! in `target/ci-tools/python` and mysql2, Sequelize, TypeORM and knex in
 //! `tests/drivers/node/node_modules` (`.ci/run` installs them): a missing
 //! tool fails the test, naming it. Go's modules come from its proxy
 //! the first time (then its module cache); Maven's artifacts go to
@@ -140,21 +141,35 @@ fn python_orms_work_against_the_sql_node() {
 }
 
 #[test]
-fn node_mysql2_and_sequelize_work_against_the_sql_node() {
+fn node_mysql2_sequelize_typeorm_and_knex_work_against_the_sql_node() {
     require_tool("node", "--version", "nodejs");
     let dir = root().join("tests/drivers/node");
+    let packages = ["mysql2", "sequelize", "typeorm", "reflect-metadata", "knex"];
+    let missing: Vec<&str> = packages
+        .into_iter()
+        .filter(|p| !dir.join("node_modules").join(p).is_dir())
+        .collect();
     assert!(
-        dir.join("node_modules/sequelize").is_dir() && dir.join("node_modules/mysql2").is_dir(),
-        "NOT INSTALLED: mysql2 and Sequelize in {} (.ci/run installs them: npm ci there)",
-        dir.display()
+        missing.is_empty(),
+        "NOT INSTALLED: {} in {} (.ci/run installs mysql2, Sequelize, TypeORM and knex: npm ci \
+         there)",
+        missing.join(", "),
+        dir.join("node_modules").display()
     );
     let sandbox = start("sql-drivers-node", 49_500);
     let port = sandbox.sql_port().to_string();
-    let output = Command::new("node")
-        .arg("orms.js")
-        .args(["--host", "127.0.0.1", "--port", &port])
-        .current_dir(&dir)
-        .output()
-        .expect("run node");
-    assert_ran(&output, "drivers-node: ok");
+    // mysql2 and Sequelize, then TypeORM and knex.
+    let programs = [
+        ("orms.js", "drivers-node: ok"),
+        ("typeorm_knex.js", "drivers-typeorm-knex: ok"),
+    ];
+    for (program, ok) in programs {
+        let output = Command::new("node")
+            .arg(program)
+            .args(["--host", "127.0.0.1", "--port", &port])
+            .current_dir(&dir)
+            .output()
+            .expect("run node");
+        assert_ran(&output, ok);
+    }
 }
