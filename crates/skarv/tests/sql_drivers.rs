@@ -6,14 +6,16 @@
 //! Python's ORMs over PyMySQL, SQLAlchemy and Django with its migrations
 //! (`tests/drivers/python/orms.py`), and Node's mysql2 with Sequelize
 //! (`tests/drivers/node/orms.js`) and with TypeORM and knex
-//! (`tests/drivers/node/typeorm_knex.js`). Each program
+//! (`tests/drivers/node/typeorm_knex.js`), and PHP's mysqlnd through
+//! mysqli and PDO (`tests/drivers/php/checks.php`). Each program
 //! logs in, creates a schema, writes and reads back every column type
 //! through server-side and client-side prepared statements, and checks
 //! transactions, batches, generated keys, error codes, metadata, a pool of
 //! connections and multiple result sets; it prints `drivers-…: ok` or names
 //! the check that failed. The same programs pass against MariaDB 10.11.
 //!
-//! `go`, `mvn`, `java` and `node` must be installed, Django and SQLAlchemy
+//! `go`, `mvn`, `java`, `node` and `php` (with mysqli and pdo_mysql) must
+//! be installed, Django and SQLAlchemy
 //! in `target/ci-tools/python` and mysql2, Sequelize, TypeORM and knex in
 //! `tests/drivers/node/node_modules` (`.ci/run` installs them): a missing
 //! tool fails the test, naming it. Go's modules come from its proxy
@@ -138,6 +140,30 @@ fn python_orms_work_against_the_sql_node() {
         .output()
         .expect("run python3");
     assert_ran(&output, "drivers-python: ok");
+}
+
+#[test]
+fn php_mysqli_and_pdo_work_against_the_sql_node() {
+    require_tool("php", "--version", "php-cli");
+    let modules = Command::new("php").arg("-m").output();
+    assert!(
+        modules.as_ref().is_ok_and(|o| {
+            let listed = String::from_utf8_lossy(&o.stdout);
+            ["mysqli", "mysqlnd", "pdo_mysql"]
+                .iter()
+                .all(|m| listed.lines().any(|l| l.trim() == *m))
+        }),
+        "NOT INSTALLED: PHP's mysqli and pdo_mysql (Debian: php-mysql; .ci/run installs it): \
+         {modules:?}"
+    );
+    let sandbox = start("sql-drivers-php", 38_000);
+    let port = sandbox.sql_port().to_string();
+    let output = Command::new("php")
+        .arg(root().join("tests/drivers/php/checks.php"))
+        .args(["--host", "127.0.0.1", "--port", &port])
+        .output()
+        .expect("run php");
+    assert_ran(&output, "drivers-php: ok");
 }
 
 #[test]
