@@ -163,6 +163,14 @@ fn variables_warnings_and_kill() {
         1231,
         "bad value"
     );
+    // A setting Skarv cannot honour is refused, not taken and ignored.
+    assert_eq!(
+        code(conn.query_drop("SET div_precision_increment = 8")),
+        1231,
+        "division keeps 4 digits"
+    );
+    conn.query_drop("SET div_precision_increment = 4")
+        .expect("the one value it computes with");
 
     // Another isolation level is a warning: transactions are READ COMMITTED.
     conn.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")

@@ -143,6 +143,8 @@ pub mod codes {
     pub const UNKNOWN_TABLE: u16 = 1109;
     pub const UNKNOWN: u16 = 1105;
     pub const TABLE_NOT_FOUND: u16 = 1146;
+    /// `sql_safe_updates`: an UPDATE or DELETE no key narrows, no LIMIT.
+    pub const UPDATE_WITHOUT_KEY_IN_SAFE_MODE: u16 = 1175;
     pub const TABLEACCESS_DENIED: u16 = 1142;
     pub const NOT_ALLOWED_COMMAND: u16 = 1148;
     pub const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;

@@ -376,11 +376,22 @@ pub struct Hot {
     pub max_error_count: usize,
     /// `foreign_key_checks`.
     pub foreign_key_checks: bool,
+    /// `sql_safe_updates`.
+    pub safe_updates: bool,
+    /// `sql_select_limit`: the rows a top-level SELECT sends at most
+    /// (None: its default, no limit).
+    pub select_limit: Option<u64>,
+    /// `auto_increment_increment` and `auto_increment_offset`.
+    pub auto_increment: (u64, u64),
 }
 
 /// The variables [`Hot`] decodes: setting any other leaves it as it is.
-const HOT_VARIABLES: [&str; 11] = [
+const HOT_VARIABLES: [&str; 15] = [
     "foreign_key_checks",
+    "sql_safe_updates",
+    "sql_select_limit",
+    "auto_increment_increment",
+    "auto_increment_offset",
     "max_error_count",
     "character_set_client",
     "character_set_results",
@@ -473,6 +484,19 @@ impl Variables {
             transaction_allow_batching: self.flag("transaction_allow_batching"),
             sql_notes: self.flag("sql_notes"),
             foreign_key_checks: self.flag("foreign_key_checks"),
+            safe_updates: self.flag("sql_safe_updates"),
+            select_limit: self
+                .get("sql_select_limit")
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|&n| n != u64::MAX),
+            auto_increment: (
+                self.get("auto_increment_increment")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1),
+                self.get("auto_increment_offset")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1),
+            ),
             strict: self.get("sql_mode").is_some_and(|m| {
                 m.split(',')
                     .any(|f| f == "STRICT_TRANS_TABLES" || f == "STRICT_ALL_TABLES")
@@ -2274,6 +2298,9 @@ fn set_value(conn: &mut Conn<'_>, expr: &Expr) -> SqlResult<Option<String>> {
     }))
 }
 
+/// The only `div_precision_increment` Skarv computes with.
+const DIV_PRECISION_INCREMENT: i128 = super::expr::value::DIV_PRECISION_INCREMENT_DIGITS as i128;
+
 /// Checks and normalises a value for a system variable: ON/OFF for
 /// booleans, a number brought within bounds (true: it was outside them,
 /// which MariaDB warns of with 1292), MySQL's error otherwise (1231,
@@ -2306,6 +2333,18 @@ fn normalise(sys: &SysVar, value: Option<String>) -> SqlResult<(String, bool)> {
             })?;
             // Out of range: the nearest bound, as MariaDB's (with 1292).
             let clamped = n.clamp(i128::from(min), i128::from(max));
+            if sys.name == "div_precision_increment" && clamped != DIV_PRECISION_INCREMENT {
+                // Not silently ignored: the planner types quotients with
+                // the default's digits (`DIV_PRECISION_INCREMENT_DIGITS`).
+                return Err(SqlError::new(
+                    codes::WRONG_VALUE_FOR_VAR,
+                    format!(
+                        "Variable 'div_precision_increment' can't be set to the value of \
+                         '{value}': Skarv's decimal division keeps \
+                         {DIV_PRECISION_INCREMENT} digits (the default) only"
+                    ),
+                ));
+            }
             Ok((clamped.to_string(), clamped != n))
         }
         Kind::Text => Ok((value, false)),

@@ -74,7 +74,50 @@ pub fn query(
     if select::has_into(q) {
         return select::run_into(conn, q, &params, &placeholders);
     }
-    select::run(conn, q, &params, &placeholders, more, sink)
+    match select_limit(conn, q) {
+        Some(left) => {
+            let mut limited = SelectLimit { sink, left };
+            select::run(conn, q, &params, &placeholders, more, &mut limited)
+        }
+        None => select::run(conn, q, &params, &placeholders, more, sink),
+    }
+}
+
+/// `sql_select_limit` of a top-level query: the rows it sends at most,
+/// unless it has a LIMIT of its own (which wins, as in MariaDB).
+pub(crate) fn select_limit(conn: &Conn<'_>, q: &sqlparser::ast::Query) -> Option<u64> {
+    let limit = conn.session.vars.hot().select_limit?;
+    q.limit_clause.is_none().then_some(limit)
+}
+
+/// A client's sink that passes on the first `left` rows of a result set
+/// and drops the rest ([`select_limit`]). The query still reads them; the
+/// variable is a guard for interactive sessions, not a plan.
+struct SelectLimit<'a> {
+    sink: &'a mut dyn ResultSink,
+    left: u64,
+}
+
+impl ResultSink for SelectLimit<'_> {
+    fn columns(&mut self, columns: &[crate::value::ColumnMeta]) -> std::io::Result<()> {
+        self.sink.columns(columns)
+    }
+    fn row(&mut self, values: &[SqlValue]) -> std::io::Result<()> {
+        if self.left == 0 {
+            return Ok(());
+        }
+        self.left -= 1;
+        self.sink.row(values)
+    }
+    fn end_rows(&mut self, info: &crate::backend::OkInfo) -> std::io::Result<()> {
+        self.sink.end_rows(info)
+    }
+    fn ok(&mut self, info: &crate::backend::OkInfo) -> std::io::Result<()> {
+        self.sink.ok(info)
+    }
+    fn error(&mut self, error: &SqlError) -> std::io::Result<()> {
+        self.sink.error(error)
+    }
 }
 
 /// What running a query starts with: the query, its parameters as
@@ -118,6 +161,11 @@ pub(crate) fn begin_deferred<'s>(
                 .map_err(|e| SqlError::new(codes::UNKNOWN, format!("sending OK: {e}")))?;
         }
         return Ok(None);
+    }
+    if let Some(left) = select_limit(conn, q) {
+        // Not deferred: its row would be sent past this sink.
+        let mut limited = SelectLimit { sink, left };
+        return select::begin_deferred(conn, q, params, &placeholders, &mut limited, kept, false);
     }
     select::begin_deferred(conn, q, params, &placeholders, sink, kept, may_defer)
 }
@@ -317,6 +365,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         warned_once: Default::default(),
         range_warned: std::sync::Arc::clone(&conn.subqueries.range_warned),
         ignoring: conn.session.ignoring,
+        safe_updates: conn.session.vars.hot().safe_updates,
     }
 }
 

@@ -309,6 +309,13 @@ fn read_joined(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<JoinedRow>> {
     let plan = plan::join::plan(spec, cond, ctx)?;
+    // `sql_safe_updates`: no table of a multi-table UPDATE or DELETE may
+    // be read whole, as MariaDB's (whose plan would read it ALL).
+    let whole =
+        |s: &plan::join::Step| matches!(s.access, plan::join::StepAccess::Own(plan::Access::Scan));
+    if ctx.env.safe_updates && plan.steps.iter().any(whole) {
+        return Err(super::write::safe_updates_error());
+    }
     let mut rows = Vec::new();
     super::join::run_each(
         tx,
@@ -779,7 +786,9 @@ fn first_error_in_target_order(
     ran: &Ran<'_>,
     params: &[Val],
 ) -> Option<Replayed> {
-    let environment = env(conn);
+    let mut environment = env(conn);
+    // A replay of rows the statement was let read, with no condition.
+    environment.safe_updates = false;
     let info = Arc::clone(&conn.info);
     let mut ctx = write_ctx(
         params,

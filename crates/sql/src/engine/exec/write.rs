@@ -460,8 +460,13 @@ pub(crate) fn write_rows(
             },
         )
         .count() as u64;
+    // `auto_increment_increment` and `_offset`: the values are offset + k ×
+    // increment, each the first such above the one before; the statement
+    // reserves enough consecutive values to hold them (the rest is a gap).
+    let (auto_step, auto_offset) = conn.session.vars.hot().auto_increment;
     let mut next_auto = if need_auto > 0 {
-        catalog::next_auto_increment(conn, table, need_auto)?
+        let first = catalog::next_auto_increment(conn, table, need_auto.saturating_mul(auto_step))?;
+        auto_increment_at(first, auto_step, auto_offset)
     } else {
         0
     };
@@ -533,7 +538,7 @@ pub(crate) fn write_rows(
                         .is_none_or(|v| v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)))
                 {
                     value = Some(Val::UInt(next_auto));
-                    next_auto += 1;
+                    next_auto = next_auto.saturating_add(auto_step);
                     generated = true;
                 } else if Some(at) == auto_col {
                     explicit_auto = explicit_auto.max(value.as_ref().map_or(0, auto_value));
@@ -2684,6 +2689,7 @@ fn lower_targets(
     let columns = table_scope(table, alias);
     with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "WHERE";
+        scope.single_table_write = true;
         let cond = selection
             .map(|w| {
                 let lowered = scope.lower_write_condition(w)?;
@@ -3067,6 +3073,9 @@ fn fetch_targets(
     let impossible = matches!(cond.as_deref(), Some(Expr::Lit(Val::Int(0))));
     let before_access = ctx.warnings.len();
     let (access, filter) = plan::access(table, cond.as_deref(), ctx)?;
+    if ctx.env.safe_updates && limit.is_none() && matches!(access, plan::Access::Scan) {
+        return Err(safe_updates_error());
+    }
     // The range optimizer's (a key's string bound), which MariaDB's UPDATE
     // and DELETE run before strict mode holds: a warning, not the error.
     for (code, _) in &mut ctx.warnings[before_access..] {
@@ -3091,6 +3100,31 @@ fn fetch_targets(
         None,
     )?;
     Ok((rows, limit, planned, impossible))
+}
+
+/// The first AUTO_INCREMENT value at or above `first` of the form
+/// `offset + k × step` (MariaDB's `compute_next_insert_id` of `first - 1`).
+/// An offset larger than the step is ignored, as MySQL's manual says
+/// (InnoDB's answers then follow no rule: docs/sql.md).
+fn auto_increment_at(first: u64, step: u64, offset: u64) -> u64 {
+    if step <= 1 {
+        return first;
+    }
+    let offset = if offset > step { 1 } else { offset };
+    let last = first.saturating_sub(1);
+    (last.saturating_add(step - offset) / step)
+        .saturating_mul(step)
+        .saturating_add(offset)
+}
+
+/// `sql_safe_updates`' refusal of an UPDATE or DELETE that would read a
+/// table whole (MariaDB's words, for DELETE too).
+pub(super) fn safe_updates_error() -> SqlError {
+    SqlError::new(
+        codes::UPDATE_WITHOUT_KEY_IN_SAFE_MODE,
+        "You are using safe update mode and you tried to update a table without a WHERE \
+         that uses a KEY column",
+    )
 }
 
 /// The errors of a value that does not go into its column (or of making

@@ -136,6 +136,9 @@ pub struct Env {
     /// one row is NULL with warning 1242
     /// ([`crate::engine::session::SessionState::ignoring`]).
     pub ignoring: bool,
+    /// `sql_safe_updates`: an UPDATE or DELETE that reads a table whole
+    /// (no key narrows it) without LIMIT is 1175.
+    pub safe_updates: bool,
 }
 
 /// The sites of a statement's constants whose warning was given (no

@@ -783,6 +783,11 @@ pub struct Scope<'a> {
     /// The statement has IGNORE: a scalar subquery of more than one row
     /// is NULL with warning 1242 (at its first evaluation), as in MariaDB.
     pub ignoring: bool,
+    /// The WHERE of a single-table UPDATE or DELETE, where MariaDB stores
+    /// a TIMESTAMP's `=` constant without its warning
+    /// ([`Scope::timestamp_store_warning`]; a SELECT's and a multi-table
+    /// statement's warn).
+    pub single_table_write: bool,
     /// The session's database (`FUNCTION db.f does not exist` names it).
     pub database: Option<String>,
     /// The user variables the statement's `:=` lowered so far assign, each
@@ -829,6 +834,7 @@ impl<'a> Scope<'a> {
             clause: "field list",
             assigning: false,
             ignoring: false,
+            single_table_write: false,
             database: None,
             assigned: Vec::new(),
             hidden: Vec::new(),
@@ -2920,14 +2926,19 @@ impl<'a> Scope<'a> {
     /// no date a TIMESTAMP can hold (`'2024-02-30'`, `'x'`): its optimizer
     /// stores the constant in the column's type as it builds its
     /// equalities, before any row (an empty table warns too), and keeps
-    /// comparing the text as before. Not of `<`, IN or a select list's `=`.
+    /// comparing the text as before. Not of `<`, IN or a select list's `=`,
+    /// nor in a single-table UPDATE's or DELETE's WHERE (whose optimizer
+    /// stores it while no warning is counted).
     fn timestamp_store_warning(
         &self,
         op: &ast::BinaryOperator,
         column: &Expr,
         other: &Expr,
     ) -> Option<String> {
-        if *op != ast::BinaryOperator::Eq || !matches!(self.clause, "WHERE" | "ON") {
+        if *op != ast::BinaryOperator::Eq
+            || !matches!(self.clause, "WHERE" | "ON")
+            || self.single_table_write
+        {
             return None;
         }
         let (Expr::Col(c), Expr::Lit(Val::Str(text))) = (column, other) else {
