@@ -41,7 +41,6 @@ pub mod caps {
     pub const PLUGIN_AUTH: u32 = 0x8_0000;
     pub const CONNECT_ATTRS: u32 = 0x10_0000;
     pub const PLUGIN_AUTH_LENENC_CLIENT_DATA: u32 = 0x20_0000;
-    pub const SESSION_TRACK: u32 = 0x80_0000;
     pub const DEPRECATE_EOF: u32 = 0x100_0000;
 }
 
@@ -63,12 +62,6 @@ pub mod mariadb_caps {
 /// MariaDB's Connector/J) reads [`SERVER_MARIADB_CAPS`] only from a server
 /// without it, as from MariaDB itself, which has not set it since 10.2.
 /// Every client sets it and none needs the server to.
-///
-/// `CLIENT_SESSION_TRACK`, as MySQL 8 and MariaDB offer it: an OK packet's
-/// info is `string<lenenc>` (as every server writes it) only for a client
-/// that set it; one that did not (Node's `mysql2`) reads the info to the
-/// packet's end, its length byte included. No session state is ever sent
-/// (`SERVER_SESSION_STATE_CHANGED` is never set).
 pub const SERVER_CAPS: u32 = caps::FOUND_ROWS
     | caps::LONG_FLAG
     | caps::CONNECT_WITH_DB
@@ -82,7 +75,6 @@ pub const SERVER_CAPS: u32 = caps::FOUND_ROWS
     | caps::PLUGIN_AUTH
     | caps::PLUGIN_AUTH_LENENC_CLIENT_DATA
     | caps::CONNECT_ATTRS
-    | caps::SESSION_TRACK
     | caps::DEPRECATE_EOF;
 
 /// The MariaDB extended capabilities the server offers (see [`mariadb_caps`]).
