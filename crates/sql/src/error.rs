@@ -143,6 +143,8 @@ pub mod codes {
     pub const UNKNOWN_TABLE: u16 = 1109;
     pub const UNKNOWN: u16 = 1105;
     pub const TABLE_NOT_FOUND: u16 = 1146;
+    /// `SET TRANSACTION …` inside a transaction.
+    pub const CANT_CHANGE_TX_CHARACTERISTICS: u16 = 1568;
     /// `sql_safe_updates`: an UPDATE or DELETE no key narrows, no LIMIT.
     pub const UPDATE_WITHOUT_KEY_IN_SAFE_MODE: u16 = 1175;
     pub const TABLEACCESS_DENIED: u16 = 1142;
@@ -293,6 +295,9 @@ pub fn state_of(code: u16) -> &'static str {
     match code {
         CON_COUNT => "08004",
         HANDSHAKE => "08S01",
+        CANT_CHANGE_TX_CHARACTERISTICS => "25001",
+        // A write in a READ ONLY transaction.
+        1792 => "25006",
         // No such account (SHOW CREATE USER, GRANT to one).
         1133 => "28000",
         DBACCESS_DENIED

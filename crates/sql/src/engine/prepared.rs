@@ -90,11 +90,15 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
     let statement = match super::parse(sql) {
         // ANALYZE TABLE runs from its text (the parser takes one table);
         // so do the SHOWs the parser takes for words (`SHOW WARNINGS`,
-        // `SHOW ERRORS`, `SHOW GRANTS`), as the text protocol runs them.
+        // `SHOW ERRORS`, `SHOW GRANTS`), as the text protocol runs them,
+        // and `SET [SESSION] TRANSACTION …` (whose scope word the parser
+        // drops and the text's reading keeps).
         Ok(statements)
             if matches!(
                 statements.as_slice(),
-                [Statement::Analyze(_) | Statement::ShowVariable { .. }]
+                [Statement::Analyze(_)
+                    | Statement::ShowVariable { .. }
+                    | Statement::Set(sqlparser::ast::Set::SetTransaction { .. })]
             ) =>
         {
             super::session::parse_text(sql, false)?

@@ -562,8 +562,8 @@ pub enum Extra {
     /// SNAPSHOT` (mysqldump's `--single-transaction`, in a version
     /// comment), which the parser does not take.
     Begin {
-        /// `READ ONLY`.
-        read_only: bool,
+        /// `READ ONLY` (true), `READ WRITE` (false), neither (None).
+        read_only: Option<bool>,
     },
     /// `SELECT … INTO OUTFILE | DUMPFILE` (the parser reads neither).
     SelectOutfile(Box<super::exec::outfile::SelectOutfile>),
@@ -1294,9 +1294,14 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
                 .collect();
             let has = |seq: &[&str]| upper.windows(seq.len()).any(|w| w == seq);
             if has(&["WITH", "CONSISTENT", "SNAPSHOT"]) {
-                return Ok(Stmt::Extra(Extra::Begin {
-                    read_only: has(&["READ", "ONLY"]),
-                }));
+                let read_only = if has(&["READ", "ONLY"]) {
+                    Some(true)
+                } else if has(&["READ", "WRITE"]) {
+                    Some(false)
+                } else {
+                    None
+                };
+                return Ok(Stmt::Extra(Extra::Begin { read_only }));
             }
         }
         ("LOAD", "DATA", _) => {
@@ -1401,6 +1406,20 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             )),
             None => Err(syntax_error(sql, "DO takes expressions only")),
         };
+    }
+    if let Statement::Set(Set::SetTransaction { session, modes, .. }) = &mut statement {
+        // MySQL's `SET [SESSION | GLOBAL] TRANSACTION …`: the parser drops
+        // the scope word (its `session` is PostgreSQL's CHARACTERISTICS).
+        match word(1) {
+            "SESSION" | "LOCAL" => *session = true,
+            "GLOBAL" if super::txn::access_mode(modes).is_some() => {
+                return Err(SqlError::unsupported(
+                    "SET GLOBAL TRANSACTION READ ONLY|READ WRITE (set \
+                     @@global.transaction_read_only)",
+                ))
+            }
+            _ => {}
+        }
     }
     if let Some(into) = outfile {
         if !matches!(statement, sqlparser::ast::Statement::Query(_)) {
@@ -2395,7 +2414,26 @@ pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
             conn.session.vars.set("collation_connection", collation);
         }
         Set::SetNamesDefault {} => {}
-        Set::SetTransaction { modes, .. } => {
+        Set::SetTransaction { modes, session, .. } => {
+            // `SET SESSION TRANSACTION …` (Connector/J's setReadOnly) sets
+            // the session's access mode; `SET TRANSACTION …` that of the
+            // next transaction only.
+            let session_scope = *session;
+            if let Some(read_only) = super::txn::access_mode(modes) {
+                if session_scope {
+                    let value = if read_only { "ON" } else { "OFF" };
+                    conn.session.vars.set("transaction_read_only", value.into());
+                    conn.session.vars.set("tx_read_only", value.into());
+                } else if in_transaction_now(conn) {
+                    return Err(SqlError::new(
+                        codes::CANT_CHANGE_TX_CHARACTERISTICS,
+                        "Transaction characteristics can't be changed while a transaction is \
+                         in progress",
+                    ));
+                } else {
+                    conn.tx.next_read_only = Some(read_only);
+                }
+            }
             for mode in modes {
                 let spelled = mode.to_string().to_ascii_uppercase();
                 if spelled.contains("ISOLATION LEVEL") && !spelled.contains("READ COMMITTED") {
@@ -2417,6 +2455,11 @@ pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
         other => return Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
     Ok(Answered::Ok(OkInfo::default()))
+}
+
+/// A transaction is open: BEGIN'S, or autocommit off with a statement run.
+fn in_transaction_now(conn: &Conn<'_>) -> bool {
+    conn.tx.explicit || conn.tx.tx.is_some()
 }
 
 fn check_charset(charset: &str) -> SqlResult<()> {
@@ -2635,6 +2678,14 @@ fn assign(
     }
     if name == "autocommit" {
         return super::txn::set_autocommit(conn, value == "ON");
+    }
+    if name == "transaction_read_only" || name == "tx_read_only" {
+        // One setting under MySQL 8's name and MariaDB's.
+        conn.session
+            .vars
+            .set("transaction_read_only", value.clone());
+        conn.session.vars.set("tx_read_only", value);
+        return Ok(());
     }
     conn.session.vars.set(name, value);
     Ok(())

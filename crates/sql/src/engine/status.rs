@@ -1070,7 +1070,11 @@ fn statement_text(statement: &Stmt) -> String {
         }
         Stmt::Extra(Extra::Begin { read_only }) => format!(
             "START TRANSACTION {}WITH CONSISTENT SNAPSHOT",
-            if *read_only { "READ ONLY, " } else { "" }
+            match read_only {
+                Some(true) => "READ ONLY, ",
+                Some(false) => "READ WRITE, ",
+                None => "",
+            }
         ),
         Stmt::Extra(Extra::SelectOutfile(select)) => format!(
             "{} INTO {} '{}'",

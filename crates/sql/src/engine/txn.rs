@@ -27,8 +27,13 @@ pub struct TxState<'s> {
     pub tx: Option<Transaction<'s>>,
     /// `BEGIN`/`START TRANSACTION` was run and not yet ended.
     pub explicit: bool,
-    /// `START TRANSACTION READ ONLY`.
+    /// The open transaction is READ ONLY (`START TRANSACTION READ ONLY`,
+    /// `SET TRANSACTION READ ONLY` before it, or the session's
+    /// `transaction_read_only`).
     pub read_only: bool,
+    /// `SET TRANSACTION READ ONLY|READ WRITE`: the next transaction's
+    /// access mode, used once.
+    pub next_read_only: Option<bool>,
     /// The open transaction wrote: its reads lock (shared), so that they
     /// see its own writes.
     pub wrote: bool,
@@ -87,14 +92,12 @@ pub fn batching(conn: &Conn<'_>) -> bool {
 pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
     match statement {
         Statement::StartTransaction { modes, .. } => {
-            let read_only = modes.iter().any(|m| {
-                matches!(
-                    m,
-                    TransactionMode::AccessMode(TransactionAccessMode::ReadOnly)
-                )
-            });
             let text = statement.to_string().to_ascii_uppercase();
-            begin(conn, read_only, text.contains("CONSISTENT SNAPSHOT"))
+            begin(
+                conn,
+                access_mode(modes),
+                text.contains("CONSISTENT SNAPSHOT"),
+            )
         }
         Statement::Commit { chain, .. } => {
             commit(conn)?;
@@ -219,10 +222,13 @@ fn rollback_to_savepoint(conn: &mut Conn<'_>, name: &str) -> SqlResult<Answered>
 /// does not parse): commits what is open, as MySQL does, and opens an
 /// explicit transaction. A consistent snapshot is not something Skarv
 /// reads give: a warning says so.
-pub fn begin(conn: &mut Conn<'_>, read_only: bool, snapshot: bool) -> SqlResult<Answered> {
+pub fn begin(conn: &mut Conn<'_>, read_only: Option<bool>, snapshot: bool) -> SqlResult<Answered> {
     commit(conn)?;
     conn.tx.explicit = true;
-    conn.tx.read_only = read_only;
+    let next = conn.tx.next_read_only.take();
+    conn.tx.read_only = read_only
+        .or(next)
+        .unwrap_or_else(|| session_read_only(conn));
     if snapshot {
         warn(
             conn,
@@ -310,11 +316,43 @@ pub fn rollback_quietly(conn: &mut Conn<'_>) {
     rollback(conn);
 }
 
+/// READ ONLY or READ WRITE in a transaction's modes (None: neither).
+pub(crate) fn access_mode(modes: &[TransactionMode]) -> Option<bool> {
+    modes.iter().rev().find_map(|m| match m {
+        TransactionMode::AccessMode(TransactionAccessMode::ReadOnly) => Some(true),
+        TransactionMode::AccessMode(TransactionAccessMode::ReadWrite) => Some(false),
+        _ => None,
+    })
+}
+
+/// The session's `transaction_read_only`.
+fn session_read_only(conn: &Conn<'_>) -> bool {
+    conn.session.vars.flag("transaction_read_only")
+}
+
+/// Whether a write now would be in a READ ONLY transaction: BEGIN's, the
+/// open implicit one's (autocommit off), or the one it would open.
+pub(crate) fn read_only_now(conn: &Conn<'_>) -> bool {
+    if conn.tx.explicit || conn.tx.tx.is_some() {
+        conn.tx.read_only
+    } else {
+        conn.tx
+            .next_read_only
+            .unwrap_or_else(|| session_read_only(conn))
+    }
+}
+
 /// The transaction a statement runs in: the open one, or a new one.
 pub fn take<'s>(conn: &mut Conn<'s>) -> SqlResult<Transaction<'s>> {
     let tx = match conn.tx.tx.take() {
         Some(tx) => tx,
         None => {
+            if !conn.tx.explicit {
+                // An implicit transaction (a statement's, or autocommit
+                // off): its access mode.
+                let next = conn.tx.next_read_only.take();
+                conn.tx.read_only = next.unwrap_or_else(|| session_read_only(conn));
+            }
             let tx = conn.native.begin().map_err(|e| native_error(&e))?;
             if !conn.tx.savepoints.is_empty() {
                 // Savepoints set before the transaction's first statement

@@ -320,10 +320,10 @@ pub fn describe_returning(
 /// marked as written (its later reads lock, to see the rows) and its
 /// write counted (what `ROLLBACK TO SAVEPOINT` checks).
 pub(crate) fn start_write(conn: &mut Conn<'_>) -> SqlResult<()> {
-    if conn.tx.read_only && conn.tx.explicit {
+    if super::txn::read_only_now(conn) {
         return Err(SqlError::new(
             1792,
-            "Cannot execute statement in a READ ONLY transaction.",
+            "Cannot execute statement in a READ ONLY transaction",
         ));
     }
     conn.subqueries.clear();

@@ -441,7 +441,16 @@ public final class DriversJava {
             c.setAutoCommit(true);
             c.setReadOnly(true);
             requireEq(count(c, "tx"), 2L, "a read-only connection reads");
+            if (d == CONNECTOR_J) {
+                // Connector/J's setReadOnly sends SET SESSION TRANSACTION
+                // READ ONLY (and refuses writes itself too); MariaDB's
+                // keeps it to itself.
+                ResultSet ro = c.createStatement().executeQuery("SELECT @@tx_read_only");
+                require(ro.next(), "@@tx_read_only");
+                requireEq(ro.getLong(1), 1L, "the session's access mode after setReadOnly(true)");
+            }
             c.setReadOnly(false);
+            c.createStatement().executeUpdate("UPDATE tx SET v = v WHERE id = 1");
             requireEq(c.getAutoCommit(), true, "autocommit");
         }
     }
