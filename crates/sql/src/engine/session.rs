@@ -383,11 +383,14 @@ pub struct Hot {
     pub select_limit: Option<u64>,
     /// `auto_increment_increment` and `auto_increment_offset`.
     pub auto_increment: (u64, u64),
+    /// `transaction_read_only` (= `tx_read_only`).
+    pub read_only: bool,
 }
 
 /// The variables [`Hot`] decodes: setting any other leaves it as it is.
-const HOT_VARIABLES: [&str; 15] = [
+const HOT_VARIABLES: [&str; 16] = [
     "foreign_key_checks",
+    "transaction_read_only",
     "sql_safe_updates",
     "sql_select_limit",
     "auto_increment_increment",
@@ -485,6 +488,7 @@ impl Variables {
             sql_notes: self.flag("sql_notes"),
             foreign_key_checks: self.flag("foreign_key_checks"),
             safe_updates: self.flag("sql_safe_updates"),
+            read_only: self.flag("transaction_read_only"),
             select_limit: self
                 .get("sql_select_limit")
                 .and_then(|v| v.parse::<u64>().ok())

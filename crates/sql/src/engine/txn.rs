@@ -327,7 +327,7 @@ pub(crate) fn access_mode(modes: &[TransactionMode]) -> Option<bool> {
 
 /// The session's `transaction_read_only`.
 fn session_read_only(conn: &Conn<'_>) -> bool {
-    conn.session.vars.flag("transaction_read_only")
+    conn.session.vars.hot().read_only
 }
 
 /// Whether a write now would be in a READ ONLY transaction: BEGIN's, the
