@@ -39,6 +39,21 @@ pub struct OkInfo {
     /// Another result of this multi-statement follows
     /// (`SERVER_MORE_RESULTS_EXISTS`).
     pub more_results: bool,
+    /// What the statement changed of the session that the client asked to
+    /// be told of (`session_track_*`), sent to a client that set
+    /// `CLIENT_SESSION_TRACK` with `SERVER_SESSION_STATE_CHANGED`.
+    pub state_changes: Vec<StateChange>,
+}
+
+/// One change of a session's state an OK packet reports (MySQL's session
+/// state tracking).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateChange {
+    /// A tracked system variable was set (`SESSION_TRACK_SYSTEM_VARIABLES`):
+    /// its name and value as `SELECT @@name` shows it.
+    Variable(String, String),
+    /// The current database changed (`SESSION_TRACK_SCHEMA`).
+    Schema(String),
 }
 
 /// Server status flags the protocol puts in OK and EOF packets; the
@@ -217,6 +232,12 @@ pub trait Backend {
 
     /// Status flags for OK and EOF packets (`status::IN_TRANS`, …).
     fn status_flags(&self) -> u16;
+
+    /// The session state changes not yet reported (a command answered by
+    /// the protocol's own OK: `COM_INIT_DB`), taken.
+    fn take_state_changes(&mut self) -> Vec<StateChange> {
+        Vec::new()
+    }
 
     /// The connection is going away (`COM_QUIT`, a closed socket, an
     /// error): roll back whatever is open.

@@ -47,7 +47,13 @@ async function driver() {
     ['x', '1.25', at, JSON.stringify({ k: [1, 2] }), Buffer.from([0, 255]), '18446744073709551615', '2021-03-04', 1.5]
   );
   check('insertId', [ins.insertId, ins.affectedRows], [1, 1]);
-  await conn.query("INSERT INTO m (a) VALUES ('y'), ('z')");
+  const [two] = await conn.query("INSERT INTO m (a) VALUES ('y'), ('z')");
+  // The OK packet's info, as the server wrote it (without
+  // CLIENT_SESSION_TRACK mysql2 reads it to the packet's end, length
+  // byte and all).
+  check('insert info', two.info, 'Records: 2  Duplicates: 0  Warnings: 0');
+  const [upd] = await conn.query("UPDATE m SET a = CONCAT(a, '') WHERE id > 1");
+  check('update info', [upd.info, upd.changedRows], ['Rows matched: 2  Changed: 0  Warnings: 0', 0]);
   const want = {
     id: 1,
     a: 'x',

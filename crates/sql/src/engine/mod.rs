@@ -696,12 +696,15 @@ impl<'s> Conn<'s> {
         if !session::keeps_warnings(statement) {
             self.session.start_statement_of(statement);
         }
+        // Only this statement's changes are reported with its OK.
+        drop(self.session.take_state_changes());
         let outcome = self.dispatch(statement, params, more, sink);
         match outcome {
             Ok(Answered::Done) => Ok(true),
             Ok(Answered::Ok(mut info)) => {
                 info.more_results = more;
                 info.warnings = self.session.warning_count();
+                info.state_changes = self.session.take_state_changes();
                 sink.ok(&info)?;
                 Ok(true)
             }
@@ -1032,6 +1035,10 @@ impl<'s> Backend for Conn<'s> {
 
     fn status_flags(&self) -> u16 {
         self.session.status_flags() | self.tx.status_flags()
+    }
+
+    fn take_state_changes(&mut self) -> Vec<crate::backend::StateChange> {
+        self.session.take_state_changes()
     }
 
     fn disconnect(&mut self) {

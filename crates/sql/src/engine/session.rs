@@ -231,6 +231,18 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
     var("read_only", BOOL, Scope::ReadOnly, "OFF"),
     var("secure_file_priv", TEXT, Scope::ReadOnly, ""),
     var("server_id", int(0, u32::MAX as u64), Scope::Global, "1"),
+    // Session state tracking (`CLIENT_SESSION_TRACK`): what OK packets
+    // report, MariaDB's defaults; the state change and the transaction's
+    // characteristics are not tracked (OFF only).
+    var("session_track_schema", BOOL, Scope::Both, "ON"),
+    var("session_track_state_change", BOOL, Scope::Both, "OFF"),
+    var(
+        "session_track_system_variables",
+        TEXT,
+        Scope::Both,
+        "autocommit,character_set_client,character_set_connection,character_set_results,time_zone",
+    ),
+    var("session_track_transaction_info", TEXT, Scope::Both, "OFF"),
     // Accounts' hosts match addresses; the SQL node looks up no names.
     var("skip_name_resolve", BOOL, Scope::ReadOnly, "ON"),
     var("skip_networking", BOOL, Scope::ReadOnly, "OFF"),
@@ -721,9 +733,53 @@ pub struct SessionState {
     /// it gives one of its own, as MariaDB clears the list only for a
     /// statement with tables ([`SessionState::start_statement_of`]).
     stale: Option<u16>,
+    /// Changes of the session the running statement made that
+    /// `session_track_*` asks to report (its OK packet takes them).
+    state_changes: Vec<crate::backend::StateChange>,
 }
 
+/// The most state changes one statement reports (a SET of many tracked
+/// variables reports each once, so the list is also bounded by them).
+const STATE_CHANGES_MAX: usize = 64;
+
 impl SessionState {
+    /// A variable was set to `value` (as `@@name` shows it): reported when
+    /// `session_track_system_variables` names it (or is `*`).
+    pub fn track_variable(&mut self, name: &str, value: &str) {
+        use crate::backend::StateChange;
+        let tracked = self
+            .vars
+            .get("session_track_system_variables")
+            .is_some_and(|list| list.split(',').any(|v| v.trim() == "*" || v.trim() == name));
+        if !tracked {
+            return;
+        }
+        self.state_changes
+            .retain(|c| !matches!(c, StateChange::Variable(n, _) if n == name));
+        if self.state_changes.len() < STATE_CHANGES_MAX {
+            self.state_changes
+                .push(StateChange::Variable(name.to_owned(), value.to_owned()));
+        }
+    }
+
+    /// The current database changed (`session_track_schema`).
+    pub fn track_schema(&mut self, database: &str) {
+        use crate::backend::StateChange;
+        if !self.vars.flag("session_track_schema") {
+            return;
+        }
+        self.state_changes
+            .retain(|c| !matches!(c, StateChange::Schema(_)));
+        if self.state_changes.len() < STATE_CHANGES_MAX {
+            self.state_changes
+                .push(StateChange::Schema(database.to_owned()));
+        }
+    }
+
+    /// The changes to report, taken (each statement's OK reports its own).
+    pub fn take_state_changes(&mut self) -> Vec<crate::backend::StateChange> {
+        std::mem::take(&mut self.state_changes)
+    }
     /// A fresh session with the global variables' values.
     /// The session becomes `user`'s, of account host `host`.
     pub fn set_user(&mut self, user: String, host: String) {
@@ -786,6 +842,7 @@ impl SessionState {
             notes: Vec::new(),
             warnings: 0,
             stale: None,
+            state_changes: Vec::new(),
         }
     }
 
@@ -2414,6 +2471,7 @@ pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
                 "character_set_results",
             ] {
                 conn.session.vars.set(name, charset.clone());
+                conn.session.track_variable(name, &charset);
             }
             conn.session.vars.set("collation_connection", collation);
         }
@@ -2454,6 +2512,7 @@ pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
         Set::SetTimeZone { value, .. } => {
             let value = set_value(conn, value)?;
             let zone = check_time_zone(value)?;
+            conn.session.track_variable("time_zone", &zone);
             conn.session.vars.set("time_zone", zone);
         }
         other => return Err(SqlError::unsupported(format_args!("`{other}`"))),
@@ -2680,6 +2739,7 @@ fn assign(
             .set(name, value);
         return Ok(());
     }
+    conn.session.track_variable(name, &value);
     if name == "autocommit" {
         return super::txn::set_autocommit(conn, value == "ON");
     }
@@ -2719,6 +2779,7 @@ pub fn use_database(conn: &mut Conn<'_>, database: &str) -> SqlResult<()> {
     }
     super::users::check_database_access(conn, database)?;
     conn.session.database = Some(database.to_owned());
+    conn.session.track_schema(database);
     conn.info
         .state
         .lock()

@@ -41,6 +41,7 @@ pub mod caps {
     pub const PLUGIN_AUTH: u32 = 0x8_0000;
     pub const CONNECT_ATTRS: u32 = 0x10_0000;
     pub const PLUGIN_AUTH_LENENC_CLIENT_DATA: u32 = 0x20_0000;
+    pub const SESSION_TRACK: u32 = 0x80_0000;
     pub const DEPRECATE_EOF: u32 = 0x100_0000;
 }
 
@@ -62,6 +63,12 @@ pub mod mariadb_caps {
 /// MariaDB's Connector/J) reads [`SERVER_MARIADB_CAPS`] only from a server
 /// without it, as from MariaDB itself, which has not set it since 10.2.
 /// Every client sets it and none needs the server to.
+///
+/// `CLIENT_SESSION_TRACK`, as MySQL 8 and MariaDB offer it: an OK packet's
+/// info is `string<lenenc>` (as every server writes it) only for a client
+/// that set it, and such a client (MariaDB Connector/J) follows the
+/// current database and tracked variables from the changes OK packets
+/// carry ([`crate::backend::StateChange`]).
 pub const SERVER_CAPS: u32 = caps::FOUND_ROWS
     | caps::LONG_FLAG
     | caps::CONNECT_WITH_DB
@@ -75,6 +82,7 @@ pub const SERVER_CAPS: u32 = caps::FOUND_ROWS
     | caps::PLUGIN_AUTH
     | caps::PLUGIN_AUTH_LENENC_CLIENT_DATA
     | caps::CONNECT_ATTRS
+    | caps::SESSION_TRACK
     | caps::DEPRECATE_EOF;
 
 /// The MariaDB extended capabilities the server offers (see [`mariadb_caps`]).
@@ -435,7 +443,13 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             self.backend.client_collation(request.collation);
         }
         let status = self.backend.status_flags();
-        write_ok(&mut self.w.io, OK_HEADER, &OkInfo::default(), status)?;
+        write_ok(
+            &mut self.w.io,
+            OK_HEADER,
+            &OkInfo::default(),
+            status,
+            self.w.caps,
+        )?;
         self.w.io.flush()?;
         Ok(true)
     }
@@ -606,7 +620,11 @@ impl<'a, S: Read + Write> Connection<'a, S> {
 
     fn ok(&mut self) -> io::Result<()> {
         let status = self.backend.status_flags();
-        write_ok(&mut self.w.io, OK_HEADER, &OkInfo::default(), status)
+        let info = OkInfo {
+            state_changes: self.backend.take_state_changes(),
+            ..OkInfo::default()
+        };
+        write_ok(&mut self.w.io, OK_HEADER, &info, status, self.w.caps)
     }
 
     fn answer(&mut self, result: Result<(), SqlError>) -> io::Result<()> {
@@ -1161,22 +1179,59 @@ fn write_ok<S: Read + Write>(
     header: u8,
     info: &OkInfo,
     status: u16,
+    caps: u32,
 ) -> io::Result<()> {
+    let changes = caps & caps::SESSION_TRACK != 0 && !info.state_changes.is_empty();
     let at = io.begin();
     let out = io.out();
     out.push(header);
     put_lenenc_int(out, info.affected_rows);
     put_lenenc_int(out, info.last_insert_id);
     let status_at = out.len();
-    put_u16(out, status_of(info, status));
+    let mut status = status_of(info, status);
+    if changes {
+        status |= status::SESSION_STATE_CHANGED;
+    }
+    put_u16(out, status);
     put_u16(out, info.warnings);
-    if !info.info.is_empty() {
+    if !info.info.is_empty() || changes {
         // `string<lenenc>`, as MySQL's `net_send_ok` writes it (its manual
-        // says `string<EOF>`; clients read what the server sends).
+        // says `string<EOF>` for a client without CLIENT_SESSION_TRACK;
+        // clients read what the servers send).
         put_lenenc_bytes(out, info.info.as_bytes());
+    }
+    if changes {
+        put_lenenc_bytes(out, &state_changes(&info.state_changes));
     }
     io.mark_status(status_at);
     io.end(at)
+}
+
+/// The session state changes of an OK packet: per change its type
+/// (`SESSION_TRACK_SYSTEM_VARIABLES` 0, `SESSION_TRACK_SCHEMA` 1) and its
+/// data, length-prefixed (a variable's name and value, a database's name,
+/// each length-prefixed inside it).
+fn state_changes(changes: &[crate::backend::StateChange]) -> Vec<u8> {
+    use crate::backend::StateChange;
+    let mut out = Vec::new();
+    let mut data = Vec::new();
+    for change in changes {
+        data.clear();
+        let kind = match change {
+            StateChange::Variable(name, value) => {
+                put_lenenc_bytes(&mut data, name.as_bytes());
+                put_lenenc_bytes(&mut data, value.as_bytes());
+                0
+            }
+            StateChange::Schema(name) => {
+                put_lenenc_bytes(&mut data, name.as_bytes());
+                1
+            }
+        };
+        out.push(kind);
+        put_lenenc_bytes(&mut out, &data);
+    }
+    out
 }
 
 fn write_eof<S: Read + Write>(io: &mut PacketIo<S>, warnings: u16, status: u16) -> io::Result<()> {
@@ -1198,7 +1253,7 @@ fn write_terminator<S: Read + Write>(
     status: u16,
 ) -> io::Result<()> {
     if caps & caps::DEPRECATE_EOF != 0 {
-        write_ok(io, EOF_HEADER, info, status)
+        write_ok(io, EOF_HEADER, info, status, caps)
     } else {
         write_eof(io, info.warnings, status_of(info, status))
     }
@@ -1484,7 +1539,7 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
             SinkState::Done => return Ok(()),
         }
         self.after(info);
-        write_ok(self.io, OK_HEADER, info, self.status)
+        write_ok(self.io, OK_HEADER, info, self.status, self.caps)
     }
 
     fn error(&mut self, error: &SqlError) -> io::Result<()> {

@@ -200,12 +200,14 @@ impl<S: Read + Write> PacketIo<S> {
     }
 
     /// Sets the status flags of the OK and EOF packets still buffered,
-    /// keeping each one's `SERVER_MORE_RESULTS_EXISTS`.
+    /// keeping each one's `SERVER_MORE_RESULTS_EXISTS` and
+    /// `SERVER_SESSION_STATE_CHANGED` (which say what follows in it).
     pub fn set_status(&mut self, flags: u16) {
-        use crate::backend::status::MORE_RESULTS_EXISTS;
+        use crate::backend::status::{MORE_RESULTS_EXISTS, SESSION_STATE_CHANGED};
+        let own = MORE_RESULTS_EXISTS | SESSION_STATE_CHANGED;
         for &at in &self.status_at {
             let old = u16::from_le_bytes([self.out[at], self.out[at + 1]]);
-            let new = (old & MORE_RESULTS_EXISTS) | (flags & !MORE_RESULTS_EXISTS);
+            let new = (old & own) | (flags & !own);
             self.out[at..at + 2].copy_from_slice(&new.to_le_bytes());
         }
         self.status_at.clear();

@@ -553,6 +553,23 @@ public final class DriversJava {
                 }
             }
             require(catalogs.contains(DB), "getCatalogs lists " + DB + ": " + catalogs);
+            // The current database after a USE statement: MariaDB
+            // Connector/J reads it from the OK packet's session state
+            // changes (Connector/J keeps its own, as against MySQL, whose
+            // manual says to use setCatalog); and after setCatalog.
+            requireEq(c.getCatalog(), DB, "getCatalog");
+            c.createStatement().execute("USE information_schema");
+            if (d == MARIADB) {
+                requireEq(c.getCatalog(), "information_schema", "getCatalog after USE");
+            }
+            c.setCatalog(DB);
+            requireEq(c.getCatalog(), DB, "getCatalog after setCatalog");
+            ResultSet now = c.createStatement().executeQuery("SELECT DATABASE()");
+            require(now.next(), "DATABASE()");
+            requireEq(now.getString(1), DB, "DATABASE() after setCatalog");
+            // A session variable a driver follows (MariaDB Connector/J
+            // asks for auto_increment_increment's changes).
+            c.createStatement().execute("SET SESSION auto_increment_increment = 1");
             List<String> tables = new ArrayList<>();
             try (ResultSet rs = md.getTables(DB, null, "%", new String[] {"TABLE"})) {
                 while (rs.next()) {
