@@ -15,13 +15,7 @@ const assert = require('node:assert/strict');
 const mysql = require('mysql2/promise');
 const { Sequelize, DataTypes, Op, QueryTypes } = require('sequelize');
 
-const args = process.argv.slice(2);
-const arg = (name, fallback) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : fallback;
-};
-const host = arg('--host', '127.0.0.1');
-const port = Number(arg('--port'));
+const { host, port } = require('./server');
 const DB = 'drivers_node';
 
 function check(what, got, want) {

@@ -56,17 +56,7 @@ const {
 } = require('typeorm');
 const knexFactory = require('knex');
 
-const args = process.argv.slice(2);
-const arg = (name, fallback) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : fallback;
-};
-const host = arg('--host', '127.0.0.1');
-const port = Number(arg('--port'));
-if (!Number.isInteger(port) || port <= 0) {
-  console.error('usage: node typeorm_knex.js [--host H] --port P');
-  process.exit(2);
-}
+const { host, port } = require('./server');
 const TDB = 'drivers_typeorm';
 const KDB = 'drivers_knex';
 
