@@ -567,9 +567,6 @@ public final class DriversJava {
             ResultSet now = c.createStatement().executeQuery("SELECT DATABASE()");
             require(now.next(), "DATABASE()");
             requireEq(now.getString(1), DB, "DATABASE() after setCatalog");
-            // A session variable a driver follows (MariaDB Connector/J
-            // asks for auto_increment_increment's changes).
-            c.createStatement().execute("SET SESSION auto_increment_increment = 1");
             List<String> tables = new ArrayList<>();
             try (ResultSet rs = md.getTables(DB, null, "%", new String[] {"TABLE"})) {
                 while (rs.next()) {
