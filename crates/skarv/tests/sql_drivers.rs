@@ -6,16 +6,19 @@
 //! Python's ORMs over PyMySQL, SQLAlchemy and Django with its migrations
 //! (`tests/drivers/python/orms.py`), and Node's mysql2 with Sequelize
 //! (`tests/drivers/node/orms.js`) and with TypeORM and knex
-//! (`tests/drivers/node/typeorm_knex.js`), and PHP's mysqlnd through
-//! mysqli and PDO (`tests/drivers/php/checks.php`). Each program
+//! (`tests/drivers/node/typeorm_knex.js`), PHP's mysqlnd through
+//! mysqli and PDO (`tests/drivers/php/checks.php`), and Rails'
+//! ActiveRecord 6.1 over the mysql2 gem, with its schema, migrations and
+//! models (`tests/drivers/ruby/activerecord.rb`). Each program
 //! logs in, creates a schema, writes and reads back every column type
 //! through server-side and client-side prepared statements, and checks
 //! transactions, batches, generated keys, error codes, metadata, a pool of
 //! connections and multiple result sets; it prints `drivers-…: ok` or names
 //! the check that failed. The same programs pass against MariaDB 10.11.
 //!
-//! `go`, `mvn`, `java`, `node` and `php` (with mysqli and pdo_mysql) must
-//! be installed, Django and SQLAlchemy
+//! `go`, `mvn`, `java`, `node`, `php` (with mysqli and pdo_mysql) and
+//! `ruby` (with ActiveRecord 6.1 and mysql2) must be installed, Django and
+//! SQLAlchemy
 //! in `target/ci-tools/python` and mysql2, Sequelize, TypeORM and knex in
 //! `tests/drivers/node/node_modules` (`.ci/run` installs them): a missing
 //! tool fails the test, naming it. Go's modules come from its proxy
@@ -164,6 +167,31 @@ fn php_mysqli_and_pdo_work_against_the_sql_node() {
         .output()
         .expect("run php");
     assert_ran(&output, "drivers-php: ok");
+}
+
+#[test]
+fn ruby_activerecord_works_against_the_sql_node() {
+    require_tool("ruby", "--version", "ruby");
+    let found = Command::new("ruby")
+        .args([
+            "-e",
+            "require 'active_record'; require 'mysql2'; \
+             raise ActiveRecord.version.to_s unless ActiveRecord.version.to_s.start_with?('6.1.')",
+        ])
+        .output();
+    assert!(
+        found.as_ref().is_ok_and(|o| o.status.success()),
+        "NOT INSTALLED: ActiveRecord 6.1 and the mysql2 gem (Debian: ruby-activerecord, \
+         ruby-mysql2; .ci/run installs them): {found:?}"
+    );
+    let sandbox = start("sql-drivers-ruby", 34_000);
+    let port = sandbox.sql_port().to_string();
+    let output = Command::new("ruby")
+        .arg(root().join("tests/drivers/ruby/activerecord.rb"))
+        .args(["--host", "127.0.0.1", "--port", &port])
+        .output()
+        .expect("run ruby");
+    assert_ran(&output, "drivers-ruby: ok");
 }
 
 #[test]
