@@ -2002,7 +2002,11 @@ fn check_constraints(conn: &Conn<'_>) -> SqlResult<Rows> {
                 } else {
                     "Table"
                 }),
-                text(ddl::check_clause(&check.expr)),
+                // In parentheses, as MySQL 8 gives it (MariaDB gives it
+                // bare): a client that takes Skarv for MySQL 8 takes them
+                // off (Rails' ActiveRecord drops the first and last
+                // characters, so a bare clause lost them).
+                text(format!("({})", ddl::check_clause(&check.expr))),
             ]);
         }
     }
