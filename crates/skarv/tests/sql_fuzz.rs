@@ -268,14 +268,18 @@ fn mutated_statements_get_answers_and_never_drop_the_connection() {
         if n % 500 == 0 {
             let one: Option<u64> = sentinel.query_first("SELECT 1").unwrap();
             assert_eq!(one, Some(1), "the server serves others after statement {n}");
-            // A statement may leave the session in a transaction or a
-            // database that is gone: start it over, as a pool would.
+            // A statement may leave the session in a transaction, read
+            // only, or in a database that is gone: start it over, as a
+            // pool would.
             fuzz.query_drop("ROLLBACK").ok();
+            fuzz.query_drop("SET SESSION TRANSACTION READ WRITE").ok();
             fuzz.query_drop("USE fuzz").ok();
         }
     }
     // The last statements may have left the session elsewhere too.
     fuzz.query_drop("ROLLBACK").ok();
+    fuzz.query_drop("SET SESSION TRANSACTION READ WRITE")
+        .unwrap();
     fuzz.query_drop("USE fuzz").unwrap();
     deepest_statements_get_answers(&mut fuzz);
     let one: Option<u64> = sentinel.query_first("SELECT 1").unwrap();

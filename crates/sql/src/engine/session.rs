@@ -2483,6 +2483,8 @@ pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
             let session_scope = *session;
             if let Some(read_only) = super::txn::access_mode(modes) {
                 if session_scope {
+                    // It also ends a `SET TRANSACTION`'s, as MariaDB's.
+                    conn.tx.next_read_only = None;
                     let value = if read_only { "ON" } else { "OFF" };
                     conn.session.vars.set("transaction_read_only", value.into());
                     conn.session.vars.set("tx_read_only", value.into());

@@ -223,9 +223,9 @@ fn rollback_to_savepoint(conn: &mut Conn<'_>, name: &str) -> SqlResult<Answered>
 /// explicit transaction. A consistent snapshot is not something Skarv
 /// reads give: a warning says so.
 pub fn begin(conn: &mut Conn<'_>, read_only: Option<bool>, snapshot: bool) -> SqlResult<Answered> {
+    let next = conn.tx.next_read_only.take();
     commit(conn)?;
     conn.tx.explicit = true;
-    let next = conn.tx.next_read_only.take();
     conn.tx.read_only = read_only
         .or(next)
         .unwrap_or_else(|| session_read_only(conn));
@@ -286,6 +286,9 @@ pub fn set_autocommit(conn: &mut Conn<'_>, on: bool) -> SqlResult<()> {
 
 /// Commits whatever is open; the transaction ends either way.
 pub fn commit(conn: &mut Conn<'_>) -> SqlResult<()> {
+    // A COMMIT ends `SET TRANSACTION`'s wait for a next transaction too,
+    // as MariaDB's.
+    conn.tx.next_read_only = None;
     conn.tx.savepoints.clear();
     conn.tx.writes = 0;
     conn.tx.explicit = false;
@@ -301,6 +304,7 @@ pub fn commit(conn: &mut Conn<'_>) -> SqlResult<()> {
 
 /// Rolls back whatever is open.
 pub fn rollback(conn: &mut Conn<'_>) {
+    conn.tx.next_read_only = None;
     conn.tx.savepoints.clear();
     conn.tx.writes = 0;
     conn.tx.explicit = false;
