@@ -55,6 +55,16 @@ fn require_tool(tool: &str, version_arg: &str, package: &str) {
     );
 }
 
+/// Runs a driver program against the SQL node at `port` (its
+/// `--host 127.0.0.1 --port P`) and checks that it passed.
+fn run_against(port: &str, mut program: Command, ok: &str) {
+    let output = program
+        .args(["--host", "127.0.0.1", "--port", port])
+        .output()
+        .unwrap_or_else(|e| panic!("run {program:?}: {e}"));
+    assert_ran(&output, ok);
+}
+
 /// The program exited 0 and printed its `ok` line.
 fn assert_ran(output: &std::process::Output, ok: &str) {
     assert!(output.status.success(), "{}", text(output));
@@ -136,13 +146,11 @@ fn python_orms_work_against_the_sql_node() {
     );
     let sandbox = start("sql-drivers-python", 49_000);
     let port = sandbox.sql_port().to_string();
-    let output = Command::new("python3")
+    let mut program = Command::new("python3");
+    program
         .arg(root().join("tests/drivers/python/orms.py"))
-        .args(["--host", "127.0.0.1", "--port", &port])
-        .env("PYTHONPATH", &packages)
-        .output()
-        .expect("run python3");
-    assert_ran(&output, "drivers-python: ok");
+        .env("PYTHONPATH", &packages);
+    run_against(&port, program, "drivers-python: ok");
 }
 
 #[test]
@@ -161,12 +169,9 @@ fn php_mysqli_and_pdo_work_against_the_sql_node() {
     );
     let sandbox = start("sql-drivers-php", 38_000);
     let port = sandbox.sql_port().to_string();
-    let output = Command::new("php")
-        .arg(root().join("tests/drivers/php/checks.php"))
-        .args(["--host", "127.0.0.1", "--port", &port])
-        .output()
-        .expect("run php");
-    assert_ran(&output, "drivers-php: ok");
+    let mut program = Command::new("php");
+    program.arg(root().join("tests/drivers/php/checks.php"));
+    run_against(&port, program, "drivers-php: ok");
 }
 
 #[test]
@@ -186,12 +191,9 @@ fn ruby_activerecord_works_against_the_sql_node() {
     );
     let sandbox = start("sql-drivers-ruby", 34_000);
     let port = sandbox.sql_port().to_string();
-    let output = Command::new("ruby")
-        .arg(root().join("tests/drivers/ruby/activerecord.rb"))
-        .args(["--host", "127.0.0.1", "--port", &port])
-        .output()
-        .expect("run ruby");
-    assert_ran(&output, "drivers-ruby: ok");
+    let mut program = Command::new("ruby");
+    program.arg(root().join("tests/drivers/ruby/activerecord.rb"));
+    run_against(&port, program, "drivers-ruby: ok");
 }
 
 #[test]
@@ -217,13 +219,9 @@ fn node_mysql2_sequelize_typeorm_and_knex_work_against_the_sql_node() {
         ("orms.js", "drivers-node: ok"),
         ("typeorm_knex.js", "drivers-typeorm-knex: ok"),
     ];
-    for (program, ok) in programs {
-        let output = Command::new("node")
-            .arg(program)
-            .args(["--host", "127.0.0.1", "--port", &port])
-            .current_dir(&dir)
-            .output()
-            .expect("run node");
-        assert_ran(&output, ok);
+    for (script, ok) in programs {
+        let mut program = Command::new("node");
+        program.arg(script).current_dir(&dir);
+        run_against(&port, program, ok);
     }
 }

@@ -2488,7 +2488,7 @@ pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
                     let value = if read_only { "ON" } else { "OFF" };
                     conn.session.vars.set("transaction_read_only", value.into());
                     conn.session.vars.set("tx_read_only", value.into());
-                } else if in_transaction_now(conn) {
+                } else if super::txn::transaction_open(conn) {
                     return Err(SqlError::new(
                         codes::CANT_CHANGE_TX_CHARACTERISTICS,
                         "Transaction characteristics can't be changed while a transaction is \
@@ -2520,11 +2520,6 @@ pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
         other => return Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
     Ok(Answered::Ok(OkInfo::default()))
-}
-
-/// A transaction is open: BEGIN'S, or autocommit off with a statement run.
-fn in_transaction_now(conn: &Conn<'_>) -> bool {
-    conn.tx.explicit || conn.tx.tx.is_some()
 }
 
 fn check_charset(charset: &str) -> SqlResult<()> {

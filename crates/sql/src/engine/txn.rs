@@ -334,10 +334,16 @@ fn session_read_only(conn: &Conn<'_>) -> bool {
     conn.session.vars.hot().read_only
 }
 
+/// A transaction is open: BEGIN's, or the one autocommit off opened at
+/// its first statement.
+pub(crate) fn transaction_open(conn: &Conn<'_>) -> bool {
+    conn.tx.explicit || conn.tx.tx.is_some()
+}
+
 /// Whether a write now would be in a READ ONLY transaction: BEGIN's, the
 /// open implicit one's (autocommit off), or the one it would open.
 pub(crate) fn read_only_now(conn: &Conn<'_>) -> bool {
-    if conn.tx.explicit || conn.tx.tx.is_some() {
+    if transaction_open(conn) {
         conn.tx.read_only
     } else {
         conn.tx
@@ -401,16 +407,22 @@ pub(crate) struct StatementMark {
     own_journal: bool,
 }
 
-/// Takes the statement's mark, once, before its first write through
-/// FOREIGN KEY actions ([`super::exec::foreign::actions_write`]); nothing
-/// outside a transaction, where a failed statement rolls back whole.
-/// Sends what is pending first (`journal_mark`).
+/// Takes the statement's mark, once, before `rows` parent rows meet
+/// `actions`, when those can write child rows
+/// ([`super::exec::foreign::actions_write`]); nothing outside a
+/// transaction, where a failed statement rolls back whole. Sends what is
+/// pending first (`journal_mark`).
 pub(crate) fn mark_statement(
     conn: &Conn<'_>,
     tx: &Transaction<'_>,
+    (actions, rows): (&[super::exec::foreign::ParentAction], usize),
     at: &mut Option<StatementMark>,
 ) -> SqlResult<()> {
-    if at.is_some() || !in_transaction(conn) {
+    if at.is_some()
+        || rows == 0
+        || !in_transaction(conn)
+        || !super::exec::foreign::actions_write(actions)
+    {
         return Ok(());
     }
     let own_journal = !tx.journal_active();

@@ -372,8 +372,8 @@ pub(crate) fn statement_changed<'r>(
 /// parent's own writes are sent. True when it changed a child row. A
 /// statement cannot take such writes back by itself, and it may fail
 /// after them (here too, deeper down): inside a transaction its caller
-/// takes a [`crate::engine::txn::mark_statement`] first when
-/// [`actions_write`], and goes back to it on failure.
+/// takes a [`crate::engine::txn::mark_statement`] first (which it does
+/// when [`actions_write`]), and goes back to it on failure.
 pub(crate) fn parent_changed(
     conn: &Conn<'_>,
     tx: &Transaction<'_>,

@@ -679,9 +679,7 @@ fn foreign_keys_of_updates(
                 )
             })
             .collect();
-        if super::foreign::actions_write(&actions) && !changed.is_empty() {
-            txn::mark_statement(conn, tx, mark)?;
-        }
+        txn::mark_statement(conn, tx, (&actions, changed.len()), mark)?;
         super::foreign::parent_changed(conn, tx, table, &actions, &changed, ctx, 0)?;
         let checked: Vec<(&[Val], Option<&[Val]>)> = mine
             .iter()
@@ -1220,9 +1218,7 @@ pub(super) fn delete(
                 .map(|(_, row, key)| (row.as_slice(), key.as_slice(), None))
                 .collect();
             let table = &spec.tables[*at].table;
-            if super::foreign::actions_write(&fk_actions[*at]) && !changes.is_empty() {
-                txn::mark_statement(&*conn, &tx, &mut mark)?;
-            }
+            txn::mark_statement(&*conn, &tx, (&fk_actions[*at], changes.len()), &mut mark)?;
             super::foreign::parent_changed(
                 &*conn,
                 &tx,

@@ -699,9 +699,7 @@ pub(crate) fn write_rows(
             }
         };
         let replaced = replaced_rows(&tx, table, &native_rows, ctx).and_then(|old| {
-            if super::foreign::actions_write(&actions) && !old.is_empty() {
-                txn::mark_statement(&*conn, &tx, &mut mark)?;
-            }
+            txn::mark_statement(&*conn, &tx, (&actions, old.len()), &mut mark)?;
             let gone: Vec<super::foreign::ParentChange<'_>> = old
                 .iter()
                 .map(|(row, key)| (row.as_slice(), key.as_slice(), None))
@@ -1467,10 +1465,8 @@ fn upsert_mark(
     {
         return Ok(());
     }
-    if super::foreign::actions_write(&super::foreign::parent_actions(conn, table)?) {
-        txn::mark_statement(conn, tx, mark)?;
-    }
-    Ok(())
+    let actions = super::foreign::parent_actions(conn, table)?;
+    txn::mark_statement(conn, tx, (&actions, 1), mark)
 }
 
 /// The 1062 of the first of `rows` (made, not yet written) that an
@@ -3954,9 +3950,7 @@ fn update(
                 .iter()
                 .zip(&news)
                 .map(|((old, key, _), new)| (old.as_slice(), key.as_slice(), Some(new.as_slice())));
-            if super::foreign::actions_write(&fk_actions) && !rows.is_empty() {
-                txn::mark_statement(&*conn, &tx, &mut mark)?;
-            }
+            txn::mark_statement(&*conn, &tx, (&fk_actions, rows.len()), &mut mark)?;
             let parents = (&*table, fk_actions.as_slice());
             super::foreign::statement_changed(&*conn, &tx, parents, changed, &mut ctx)?;
             let checked: Vec<(&[Val], Option<&[Val]>)> = rows
@@ -4091,9 +4085,7 @@ fn delete(
     };
     let mut mark = None;
     let result = (|| {
-        if super::foreign::actions_write(&fk_actions) && !rows.is_empty() {
-            txn::mark_statement(&*conn, &tx, &mut mark)?;
-        }
+        txn::mark_statement(&*conn, &tx, (&fk_actions, rows.len()), &mut mark)?;
         let gone = rows
             .iter()
             .map(|(row, key)| (row.as_slice(), key.as_slice(), None));
