@@ -126,7 +126,8 @@ pub use schema::Table;
 pub use session::{send_all, Callback, Session, IN_FLIGHT_MAX};
 pub use stats::SessionStats;
 pub use transaction::{
-    ExecMode, ExecuteFuture, Later, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,
+    ExecMode, ExecuteFuture, Later, LockMode, LockWait, Op, OpHandle, OpResult, Outcome, Row,
+    Transaction,
 };
 pub use transport::stream::LinkKind;
 

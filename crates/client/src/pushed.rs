@@ -105,6 +105,7 @@ impl<'s> Transaction<'s> {
             more_ranges,
             descending: options.descending,
             lock: proto::LockMode::Committed,
+            lock_wait: proto::LockWait::Wait,
             partition,
             batch_rows,
             projection: Vec::new(),

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::tc_ref;
 use crate::stats;
-use crate::transaction::{LockMode, Row, Transaction};
+use crate::transaction::{LockMode, LockWait, Row, Transaction};
 
 /// Rows per batch from each partition unless told otherwise.
 pub const SCAN_BATCH_ROWS_DEFAULT: u32 = 256;
@@ -54,6 +54,11 @@ pub struct ScanOptions<'a> {
     /// Lock each returned row (Shared/Exclusive) or not (Committed, the
     /// default; a scan returning BLOB/TEXT columns takes Shared instead).
     pub lock: Option<LockMode>,
+    /// What a locking scan does about a row another transaction holds:
+    /// waits (the default), fails (`NoWait`: `codes::LOCK_BUSY`, the scan
+    /// ends, the transaction goes on) or passes it by (`SkipLocked`).
+    /// No effect on a committed read.
+    pub lock_wait: LockWait,
     /// Rows per batch from each partition; 0: `SCAN_BATCH_ROWS_DEFAULT`.
     pub batch_rows: u32,
     /// Values of the distribution key: scan only the partition holding them.
@@ -257,6 +262,12 @@ impl<'s> Transaction<'s> {
             more_ranges,
             descending: options.descending,
             lock,
+            // Blobs' own shared lock waits: the caller asked for no lock.
+            lock_wait: if asked_lock == LockMode::Committed {
+                LockWait::Wait
+            } else {
+                options.lock_wait
+            },
             partition,
             batch_rows,
             projection: projection.iter().map(|c| *c as u16).collect(),

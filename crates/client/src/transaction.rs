@@ -32,13 +32,13 @@ use std::time::Instant;
 use proto::value::EncodedValues;
 use proto::{
     OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, IGNORE_ERROR, NO_INDEX,
-    NO_PARTITION,
+    NO_PARTITION, UNLOCK,
 };
 use schema::{integer_code_fits, IndexKind, Value, ValueRef};
 use signal::{tc_flags, Signal, SignalBody};
 use smallvec::SmallVec;
 
-pub use proto::LockMode;
+pub use proto::{LockMode, LockWait};
 
 use crate::blob::{self, BlobExec, BlobWork, ExecInput, ReadJob, Step};
 use crate::epoch::Epoch;
@@ -438,10 +438,12 @@ pub struct Op<'a> {
     key: &'a [Value],
     row: Written<'a>,
     lock: LockMode,
+    lock_wait: LockWait,
     index: Option<&'a str>,
     columns: Option<&'a [&'a str]>,
     ignore_error: bool,
     blob_heads: bool,
+    unlock: bool,
 }
 
 impl<'a> Op<'a> {
@@ -452,10 +454,12 @@ impl<'a> Op<'a> {
             key,
             row,
             lock: LockMode::Committed,
+            lock_wait: LockWait::Wait,
             index: None,
             columns: None,
             ignore_error: false,
             blob_heads: false,
+            unlock: false,
         }
     }
 
@@ -506,10 +510,34 @@ impl<'a> Op<'a> {
         Op::new(table, OpKind::Delete, key, Written::Named(&[]))
     }
 
+    /// Let go of the transaction's lock on the row with primary key `key`
+    /// before the transaction ends (NDB's unlock request): for a row a
+    /// locking read or scan took that the caller does not keep (a `LIMIT`
+    /// left it out). A row the transaction changed keeps its lock; a row
+    /// not locked is left alone. Succeeds with no row.
+    pub fn unlock(table: &'a Arc<Table>, key: &'a [Value]) -> Op<'a> {
+        let mut op = Op::new(table, OpKind::Read, key, Written::Named(&[]))
+            .lock(LockMode::Exclusive)
+            .blob_heads();
+        op.unlock = true;
+        op
+    }
+
     /// The lock a read takes (default: committed read, no lock; a read
     /// returning BLOB/TEXT columns takes Shared instead, see `crate::blob`).
     pub fn lock(mut self, lock: LockMode) -> Op<'a> {
         self.lock = lock;
+        self
+    }
+
+    /// What a locking read does when another transaction holds the row
+    /// (default: waits, up to the deadlock timeout). `NoWait`: the op
+    /// fails at once with `codes::LOCK_BUSY` (`FOR UPDATE NOWAIT`; with
+    /// [`Op::ignore_error`] the transaction goes on); `SkipLocked`: it
+    /// finds no row (`codes::NO_SUCH_ROW`: `SKIP LOCKED`). No effect on a
+    /// committed read, which never waits.
+    pub fn lock_wait(mut self, wait: LockWait) -> Op<'a> {
+        self.lock_wait = wait;
         self
     }
 
@@ -880,6 +908,11 @@ impl<'s> Transaction<'s> {
             },
             flags: if op.ignore_error { IGNORE_ERROR } else { 0 },
         };
+        if op.unlock {
+            header.flags |= UNLOCK;
+        } else if op.kind == OpKind::Read && op.lock != LockMode::Committed {
+            header.flags |= op.lock_wait.op_flag();
+        }
         if let Some(name) = op.index {
             header.index_id = table.require_index(name, IndexKind::Unique)?.id;
             stats::bump(&self.session.counts.uk_op);

@@ -15,7 +15,10 @@ use std::path::Path;
 use common::*;
 use kernel::simulator::IoSettings;
 use proto::error;
-use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX};
+use proto::ops::{
+    LockMode, LockWait, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX, NO_WAIT, SKIP_LOCKED,
+    UNLOCK,
+};
 use proto::results::ResultReader;
 use proto::scan::{RowBatchReader, ScanSpec};
 use proto::{CmpOp, Filter};
@@ -754,6 +757,188 @@ fn writes_pass_along_the_replica_chain_and_both_replicas_hold_the_rows() {
     }
 }
 
+/// `FOR UPDATE NOWAIT` and `SKIP LOCKED` at the LDM: a locking key read
+/// or scan that meets another transaction's lock fails at once
+/// (`LOCK_BUSY`) or passes the row by, and queues nothing.
+#[test]
+fn locking_reads_that_must_not_wait() {
+    let mut c = Cluster::start(17, 1);
+    let table = c.create_table();
+    let ops: Vec<Op> = (0..40).map(|k| Op::write(OpKind::Insert, k, k)).collect();
+    c.run_ops(0x50, &ops);
+    c.end(0x50, Some(2));
+    // 0x51 holds one row of partition 0 exclusively (an update).
+    let part: Vec<i64> = (0..40).filter(|&k| c.partition_of(k) == 0).collect();
+    assert!(part.len() > 3, "partition 0 has rows: {part:?}");
+    let (held, free) = (part[1], part[2]);
+    assert_eq!(
+        c.run_ops(0x51, &[Op::write(OpKind::Update, held, 99)])[0].code,
+        0
+    );
+
+    let read = |key: i64, flags: u8| Op {
+        flags,
+        ..Op::read(key, LockMode::Exclusive)
+    };
+    let answers = c.run_ops(
+        0x52,
+        &[
+            read(held, NO_WAIT),
+            read(held, SKIP_LOCKED),
+            read(free, NO_WAIT),
+        ],
+    );
+    assert_eq!(answers[0].code, error::LOCK_BUSY, "NOWAIT fails at once");
+    assert_eq!(
+        answers[1].code,
+        error::NO_SUCH_ROW,
+        "SKIP LOCKED finds no row"
+    );
+    assert_eq!(answers[2].code, 0, "a free row is read and locked");
+    assert!(answers[2].row.is_some());
+
+    // Scans of partition 0: SKIP LOCKED returns every row but the held one
+    // (and the one 0x52 holds now is its own); NOWAIT fails.
+    let scan = |c: &mut Cluster, tx: u64, lock_wait: LockWait| -> Result<Vec<i64>, u32> {
+        let spec = ScanSpec {
+            table_id: table.id,
+            table_version: table.version,
+            index_id: NO_INDEX,
+            lower: None,
+            upper: None,
+            more_ranges: Vec::new(),
+            descending: false,
+            lock: LockMode::Exclusive,
+            lock_wait,
+            partition: 0,
+            batch_rows: 4,
+            projection: vec![0],
+            filter: None,
+            key_info: true,
+            stats: false,
+            partitions: Vec::new(),
+        };
+        c.send(
+            ldm(node(2)),
+            SignalBody::LdmScanReq {
+                tx_id: tx,
+                scan_id: 1,
+                spec: spec.to_bytes(),
+            },
+        );
+        let mut keys = Vec::new();
+        for _ in 0..100 {
+            c.settle();
+            let mut done = false;
+            for s in c.take() {
+                match s.body {
+                    SignalBody::LdmScanConf { rows, done: d, .. } => {
+                        for row in RowBatchReader::new(&rows).unwrap().iter() {
+                            let Some(Value::Int(k)) = row.values().next().map(|v| v.to_value())
+                            else {
+                                panic!("an id");
+                            };
+                            keys.push(k);
+                        }
+                        done = d;
+                    }
+                    SignalBody::LdmScanRef { code, .. } => return Err(code),
+                    _ => {}
+                }
+            }
+            if done {
+                keys.sort();
+                return Ok(keys);
+            }
+            c.send(
+                ldm(node(2)),
+                SignalBody::LdmScanNextReq {
+                    tx_id: tx,
+                    scan_id: 1,
+                    partition: 0,
+                    close: false,
+                },
+            );
+        }
+        panic!("the scan did not end");
+    };
+    let others: Vec<i64> = part.iter().copied().filter(|&k| k != held).collect();
+    assert_eq!(scan(&mut c, 0x52, LockWait::SkipLocked), Ok(others.clone()));
+    assert_eq!(scan(&mut c, 0x53, LockWait::NoWait), Err(error::LOCK_BUSY));
+    assert_eq!(
+        c.ldm_block(node(2)).scans_open(),
+        0,
+        "the failed scan closed"
+    );
+    // 0x53 locked the rows before the held one and waits for nothing:
+    // rolled back, and 0x52 and 0x51 end; then the held row is free.
+    c.end(0x53, None);
+    c.end(0x52, Some(3));
+    c.end(0x51, Some(3));
+    assert_eq!(c.ldm_block(node(2)).transactions(), 0, "nobody waits");
+    let answers = c.run_ops(0x54, &[read(held, NO_WAIT)]);
+    assert_eq!(answers[0].code, 0, "free once its holder committed");
+    assert_eq!(answers[0].row.as_ref().unwrap()[1], Value::Int(99));
+    c.end(0x54, Some(4));
+    // Wait is the default: without the flags a read of a held row waits.
+    assert_eq!(
+        c.run_ops(0x55, &[Op::write(OpKind::Update, held, 5)])[0].code,
+        0
+    );
+    c.send_ops(0x56, &[Op::read(held, LockMode::Shared)]);
+    c.settle();
+    assert!(c.answers(&c.take(), 0x56).is_empty(), "it waits");
+    c.send(
+        ldm(node(2)),
+        SignalBody::LdmCommitReq {
+            tx_id: 0x55,
+            epoch: signal::epoch::make(5, 0),
+        },
+    );
+    c.settle();
+    assert_eq!(
+        c.answers(&c.take(), 0x56)[&0].code,
+        0,
+        "granted at the commit"
+    );
+    c.end(0x56, Some(5));
+
+    // An unlock lets a read lock go before the transaction ends, and the
+    // waiter behind it in; a row the transaction changed keeps its lock.
+    let unlock = |key: i64| Op {
+        flags: UNLOCK,
+        ..Op::read(key, LockMode::Exclusive)
+    };
+    let ops = [read(held, 0), Op::write(OpKind::Update, free, 7)];
+    assert!(c.run_ops(0x57, &ops).iter().all(|a| a.code == 0));
+    c.send_ops(0x58, &[Op::read(held, LockMode::Shared)]);
+    c.settle();
+    assert!(c.answers(&c.take(), 0x58).is_empty(), "it waits");
+    c.send_ops(0x57, &[unlock(held), unlock(free)]);
+    c.settle();
+    let signals = c.take();
+    let answers = c.answers(&signals, 0x57);
+    assert!(
+        answers.len() == 2 && answers.values().all(|a| a.code == 0 && a.row.is_none()),
+        "{answers:?}"
+    );
+    assert_eq!(
+        c.answers(&signals, 0x58)[&0].code,
+        0,
+        "granted at the unlock"
+    );
+    c.end(0x58, Some(6));
+    let answers = c.run_ops(0x59, &[read(free, NO_WAIT)]);
+    assert_eq!(
+        answers[0].code,
+        error::LOCK_BUSY,
+        "the updated row stays locked"
+    );
+    c.end(0x59, None);
+    c.end(0x57, Some(6));
+    assert_eq!(c.ldm_block(node(2)).transactions(), 0);
+}
+
 #[test]
 fn scans_filter_project_batch_and_lock() {
     let mut c = Cluster::start(16, 1);
@@ -788,6 +973,7 @@ fn scans_filter_project_batch_and_lock() {
         more_ranges: Vec::new(),
         descending: false,
         lock,
+        lock_wait: LockWait::Wait,
         partition: 0,
         batch_rows: 4,
         projection: vec![2],

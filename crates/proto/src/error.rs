@@ -158,6 +158,11 @@ pub const SUBSCRIPTION_LOST: u32 = 9008;
 /// not be created, written or synced (the message names the file and the
 /// I/O error; NDB: the 13xx backup errors).
 pub const BACKUP_FILE_FAILED: u32 = 9009;
+/// A locking read that must not wait (`ops::NO_WAIT`, a scan's
+/// `LockWait::NoWait`: `FOR UPDATE NOWAIT`) found a row another
+/// transaction holds. Temporary: the holder's end frees it. Only the
+/// operation fails; the transaction goes on.
+pub const LOCK_BUSY: u32 = 9010;
 
 /// One entry of the error table.
 struct Entry {
@@ -284,6 +289,11 @@ const ERRORS: &[Entry] = &[
         BACKUP_FILE_FAILED,
         Permanent,
         "a data node could not write its backup file",
+    ),
+    entry(
+        LOCK_BUSY,
+        Temporary,
+        "the row is locked by another transaction, and the read does not wait",
     ),
     entry(BUSY, Temporary, "busy with another schema operation"),
     entry(BAD_DEFINITION, Permanent, "invalid table definition"),

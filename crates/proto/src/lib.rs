@@ -35,8 +35,9 @@ pub use error::ErrorClass;
 pub use filter::{CmpOp, Filter, FILTER_DEPTH_MAX, FILTER_NODES_MAX};
 pub use ops::set_partition;
 pub use ops::{
-    CheckPlan, LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, OpSpan, OpView,
-    BATCH_BYTES_MAX, IGNORE_ERROR, KEY_INFO, NO_INDEX, NO_PARTITION, OPS_PER_BATCH_MAX,
+    CheckPlan, LockMode, LockWait, OpBatchReader, OpBatchWriter, OpHeader, OpKind, OpSpan, OpView,
+    BATCH_BYTES_MAX, IGNORE_ERROR, KEY_INFO, NO_INDEX, NO_PARTITION, NO_WAIT, OPS_PER_BATCH_MAX,
+    SKIP_LOCKED, UNLOCK,
 };
 pub use proto_error::ProtoError;
 pub use query::{KeySource, QueryChild, QueryTree, QUERY_BATCH_ROWS_MAX, QUERY_CHILDREN_MAX};

@@ -36,7 +36,9 @@
 //!   u32 index_id (NO_INDEX = by primary key), u32 partition (NO_PARTITION = not yet known)
 //!   u8 kind     1 read, 2 insert, 3 update, 4 write, 5 delete
 //!   u8 lock     0 committed read, 1 shared, 2 exclusive
-//!   u8 flags    bit 0 IGNORE_ERROR, bit 1 KEY_INFO; other bits 0
+//!   u8 flags    bit 0 IGNORE_ERROR, bit 1 KEY_INFO, bit 2 NO_WAIT,
+//!               bit 3 SKIP_LOCKED (at most one of these two), bit 4 UNLOCK;
+//!               other bits 0
 //!   u16 key count, u16 value count, u16 projection count
 //!   keys        key count × value (crate::value), in key order
 //!   values      value count × (u16 column position, value)
@@ -79,7 +81,18 @@ pub const NO_PARTITION: u32 = u32::MAX;
 pub const IGNORE_ERROR: u8 = 1;
 /// Op flag: a read also returns the row's primary key values.
 pub const KEY_INFO: u8 = 2;
-const OP_FLAGS_KNOWN: u8 = IGNORE_ERROR | KEY_INFO;
+/// Op flag: a locking read that would wait for another transaction's lock
+/// fails at once with `error::LOCK_BUSY` instead (`FOR UPDATE NOWAIT`).
+pub const NO_WAIT: u8 = 4;
+/// Op flag: a locking read that would wait for another transaction's lock
+/// finds no row instead (`error::NO_SUCH_ROW`: `SKIP LOCKED`).
+pub const SKIP_LOCKED: u8 = 8;
+/// Op flag: not a read but its undoing (NDB's unlock request): the
+/// transaction lets go of its lock on the row, unless it changed the row
+/// (then the lock stays to its end). A locking read by primary key with
+/// no projection carries it; its result has no row.
+pub const UNLOCK: u8 = 16;
+const OP_FLAGS_KNOWN: u8 = IGNORE_ERROR | KEY_INFO | NO_WAIT | SKIP_LOCKED | UNLOCK;
 
 const BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
 const OP_COUNT_OFFSET: usize = 3;
@@ -138,6 +151,49 @@ impl LockMode {
 
     pub(crate) fn from_u8(v: u8) -> Option<LockMode> {
         LockMode::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+}
+
+/// What a locking read does about a row another transaction holds in a
+/// conflicting mode (`Shared` and `Exclusive` reads; a committed read never
+/// waits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LockWait {
+    /// Waits for the lock, up to the deadlock timeout (the default).
+    #[default]
+    Wait = 0,
+    /// Fails at once with `error::LOCK_BUSY` (`NOWAIT`): nothing is queued.
+    NoWait = 1,
+    /// Passes the row by (`SKIP LOCKED`): a key read finds no row, a scan
+    /// goes on to the next one.
+    SkipLocked = 2,
+}
+
+impl LockWait {
+    pub const ALL: [LockWait; 3] = [LockWait::Wait, LockWait::NoWait, LockWait::SkipLocked];
+
+    pub(crate) fn from_u8(v: u8) -> Option<LockWait> {
+        LockWait::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+
+    /// The op flag saying it ([`NO_WAIT`], [`SKIP_LOCKED`]; 0 to wait).
+    pub fn op_flag(self) -> u8 {
+        match self {
+            LockWait::Wait => 0,
+            LockWait::NoWait => NO_WAIT,
+            LockWait::SkipLocked => SKIP_LOCKED,
+        }
+    }
+
+    /// The policy an op's flags say.
+    pub fn of_op_flags(flags: u8) -> LockWait {
+        if flags & NO_WAIT != 0 {
+            LockWait::NoWait
+        } else if flags & SKIP_LOCKED != 0 {
+            LockWait::SkipLocked
+        } else {
+            LockWait::Wait
+        }
     }
 }
 
@@ -957,6 +1013,30 @@ impl<'a> OpView<'a> {
                 "only a read returns key info, not a {}",
                 h.kind.name()
             )));
+        }
+        if h.flags & UNLOCK != 0
+            && (h.kind != OpKind::Read
+                || h.lock == LockMode::Committed
+                || h.index_id != NO_INDEX
+                || h.flags & (KEY_INFO | NO_WAIT | SKIP_LOCKED) != 0
+                || self.projection_count() > 0)
+        {
+            return Err(bad(
+                "an unlock is a locking read by primary key, with no projection, key info or wait policy"
+                    .to_owned(),
+            ));
+        }
+        if h.flags & (NO_WAIT | SKIP_LOCKED) != 0 {
+            if h.flags & NO_WAIT != 0 && h.flags & SKIP_LOCKED != 0 {
+                return Err(bad("NO_WAIT and SKIP_LOCKED together".to_owned()));
+            }
+            if h.kind != OpKind::Read || h.lock == LockMode::Committed {
+                return Err(bad(format!(
+                    "only a locking read may refuse to wait, not a {} ({:?})",
+                    h.kind.name(),
+                    h.lock
+                )));
+            }
         }
         let mut given = ColumnSet::default();
         // Inserts and writes need `given` below, which the mark does not keep.

@@ -344,6 +344,7 @@ mod tests {
                 more_ranges: Vec::new(),
                 descending: false,
                 lock: LockMode::Committed,
+                lock_wait: crate::ops::LockWait::Wait,
                 partition: crate::NO_PARTITION,
                 batch_rows: 64,
                 projection: vec![0, 1],

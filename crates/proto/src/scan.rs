@@ -18,7 +18,9 @@
 //! "SS"          magic, 2 bytes
 //! u8            format version (SCAN_SPEC_FORMAT_VERSION = 1)
 //! u32 table_id, u32 table_version, u32 index_id, u32 partition, u32 batch_rows
-//! u8            lock: 0 committed read, 1 shared, 2 exclusive
+//! u8            lock: bits 0-3 the mode (0 committed read, 1 shared, 2 exclusive),
+//!               bits 4-7 what a locking scan does about a row another transaction
+//!               holds (0 wait, 1 no wait: fail, 2 skip locked: pass it by)
 //! u8            flags: bit 0 descending, bit 1 key info, bit 2 lower bound present,
 //!               bit 3 upper bound present, bit 4 filter present, bit 5 statistics,
 //!               bit 6 partition list present, bit 7 more ranges present
@@ -53,8 +55,8 @@ use schema::{IndexKind, TableDef, Value, ValueRef};
 
 use crate::filter::Filter;
 use crate::ops::{
-    check_partition, check_table, column_at, find_index, validated, LockMode, BATCH_BYTES_MAX,
-    NO_INDEX,
+    check_partition, check_table, column_at, find_index, validated, LockMode, LockWait,
+    BATCH_BYTES_MAX, NO_INDEX,
 };
 use crate::value::{
     check_value, get_row, get_value, put_value, Check, EncodedValues, OpenRow, Reader, RowParts,
@@ -122,6 +124,9 @@ pub struct ScanSpec {
     pub more_ranges: Vec<Range>,
     pub descending: bool,
     pub lock: LockMode,
+    /// What a locking scan does about a row another transaction holds
+    /// (`Wait` for a committed read).
+    pub lock_wait: LockWait,
     /// One partition (pruned), or `NO_PARTITION` for all.
     pub partition: u32,
     /// Rows per batch from each LDM, 1..=[`SCAN_BATCH_ROWS_MAX`].
@@ -163,7 +168,7 @@ impl ScanSpec {
             | flag(self.stats, FLAG_STATS)
             | flag(!self.partitions.is_empty(), FLAG_PARTITIONS)
             | flag(!self.more_ranges.is_empty(), FLAG_MORE_RANGES);
-        out.extend_from_slice(&[self.lock as u8, flags]);
+        out.extend_from_slice(&[self.lock as u8 | (self.lock_wait as u8) << 4, flags]);
         for bound in [&self.lower, &self.upper].into_iter().flatten() {
             put_bound(out, bound);
         }
@@ -215,9 +220,12 @@ impl ScanSpec {
         let partition = r.u32()?;
         let batch_rows = r.u32()?;
         let at = r.position();
-        let lock = r.u8()?;
-        let lock =
-            LockMode::from_u8(lock).ok_or_else(|| r.bad_field(at, "lock mode", u64::from(lock)))?;
+        let byte = r.u8()?;
+        let lock = LockMode::from_u8(byte & 0xf)
+            .ok_or_else(|| r.bad_field(at, "lock mode", u64::from(byte)))?;
+        let lock_wait = LockWait::from_u8(byte >> 4)
+            .filter(|&w| w == LockWait::Wait || lock != LockMode::Committed)
+            .ok_or_else(|| r.bad_field(at, "lock wait", u64::from(byte)))?;
         // Every bit of the flags byte has its meaning now: a further
         // option needs a second flags byte (and a format version).
         let flags = r.u8()?;
@@ -288,6 +296,7 @@ impl ScanSpec {
             more_ranges,
             descending: flags & FLAG_DESCENDING != 0,
             lock,
+            lock_wait,
             partition,
             batch_rows,
             projection,

@@ -215,6 +215,52 @@ fn good_ops_pass() {
 }
 
 #[test]
+fn only_a_locking_read_may_refuse_to_wait() {
+    let with = |kind: OpKind, lock: LockMode, flags: u8| {
+        let values = match kind {
+            OpKind::Update => vec![(2, Value::Int(5))],
+            _ => vec![],
+        };
+        check(op(
+            OpHeader {
+                lock,
+                flags,
+                ..header(kind)
+            },
+            vec![Value::Int(1)],
+            values,
+            vec![],
+        ))
+    };
+    for flag in [proto::NO_WAIT, proto::SKIP_LOCKED] {
+        for lock in [LockMode::Shared, LockMode::Exclusive] {
+            assert!(with(OpKind::Read, lock, flag).is_ok());
+        }
+        expect_err(
+            with(OpKind::Read, LockMode::Committed, flag),
+            error::BAD_OPERATION,
+            &["accounts", "locking read"],
+        );
+        for kind in [OpKind::Update, OpKind::Delete] {
+            expect_err(
+                with(kind, LockMode::Exclusive, flag),
+                error::BAD_OPERATION,
+                &["accounts", "locking read"],
+            );
+        }
+    }
+    expect_err(
+        with(
+            OpKind::Read,
+            LockMode::Exclusive,
+            proto::NO_WAIT | proto::SKIP_LOCKED,
+        ),
+        error::BAD_OPERATION,
+        &["NO_WAIT and SKIP_LOCKED"],
+    );
+}
+
+#[test]
 fn bad_values_name_table_and_column() {
     let mut row = full_row();
     row[0].1 = Value::String("much too long a name".into());
@@ -423,6 +469,7 @@ fn scan() -> ScanSpec {
         more_ranges: Vec::new(),
         descending: true,
         lock: LockMode::Shared,
+        lock_wait: proto::LockWait::Wait,
         partition: NO_PARTITION,
         batch_rows: 64,
         projection: vec![0, 2],

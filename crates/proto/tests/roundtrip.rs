@@ -188,6 +188,7 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
             proptest::collection::vec(any::<u16>(), 0..5),
             proptest::option::of(arb_filter()),
             any::<bool>(),
+            proptest::sample::select(proto::LockWait::ALL.to_vec()),
         ),
     )
         .prop_map(
@@ -197,7 +198,13 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                 (partition, batch_rows),
                 rest,
             )| {
-                let (more_ranges, projection, filter, key_info) = rest;
+                let (more_ranges, projection, filter, key_info, lock_wait) = rest;
+                // Only a locking scan says what it does about a held row.
+                let lock_wait = if lock == proto::LockMode::Committed {
+                    proto::LockWait::Wait
+                } else {
+                    lock_wait
+                };
                 ScanSpec {
                     table_id,
                     table_version,
@@ -207,6 +214,7 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                     more_ranges,
                     descending,
                     lock,
+                    lock_wait,
                     partition,
                     batch_rows,
                     projection,

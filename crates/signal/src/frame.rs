@@ -55,8 +55,10 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `SubStartConf::incarnation`, `SubIncarnationRep`, `SubLostRef` (the
 /// change stream through a whole-cluster restart). 19: the change
 /// stream's `sub_change::REPLACE` entry and `TableDef` format 4 (its
-/// replaced table: a copying ALTER followed).
-pub const WIRE_VERSION: u8 = 19;
+/// replaced table: a copying ALTER followed). 20: the op flags `NO_WAIT`
+/// and `SKIP_LOCKED` and a scan spec's lock wait (`FOR UPDATE NOWAIT`,
+/// `SKIP LOCKED`), error `LOCK_BUSY`.
+pub const WIRE_VERSION: u8 = 20;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -75,6 +75,10 @@ pub enum Acquire {
     /// The transaction already held the row in this mode or a stronger one;
     /// nothing changed.
     AlreadyHeld,
+    /// [`LockTable::try_acquire`] only: the request would have waited (the
+    /// row is held in a conflicting mode, or others wait for it); nothing
+    /// changed, nothing is queued.
+    Busy,
 }
 
 /// A lock request: one holder or one waiter of a row.
@@ -250,6 +254,32 @@ impl LockTable {
         op: OpId,
         mode: LockMode,
     ) -> Result<Acquire, LockError> {
+        self.acquire_or_not(row, tx, op, mode, true)
+    }
+
+    /// [`LockTable::acquire`] for a request that must not wait (`FOR UPDATE
+    /// NOWAIT`, `SKIP LOCKED`): where `acquire` would queue it, `Busy`, and
+    /// the table is as it was. Never `Queued`; `TooManyWaiters` cannot
+    /// happen, `AlreadyWaiting` can (the transaction's earlier request
+    /// waits).
+    pub fn try_acquire(
+        &mut self,
+        row: RowId,
+        tx: TxId,
+        op: OpId,
+        mode: LockMode,
+    ) -> Result<Acquire, LockError> {
+        self.acquire_or_not(row, tx, op, mode, false)
+    }
+
+    fn acquire_or_not(
+        &mut self,
+        row: RowId,
+        tx: TxId,
+        op: OpId,
+        mode: LockMode,
+        wait: bool,
+    ) -> Result<Acquire, LockError> {
         let request = LockRequest { tx, op, mode };
         let entry = match self.entries.entry(row) {
             Entry::Vacant(vacant) => {
@@ -301,6 +331,9 @@ impl LockTable {
             self.pool.get_mut(node).next = entry.more;
             entry.more = node;
             return Ok(Acquire::Granted);
+        }
+        if !wait {
+            return Ok(Acquire::Busy);
         }
         if self.waiters >= self.waiters_max {
             return Err(LockError::TooManyWaiters {
@@ -908,6 +941,41 @@ mod tests {
     }
 
     #[test]
+    fn a_request_that_must_not_wait_is_busy_and_changes_nothing() {
+        let mut table = LockTable::new();
+        assert_eq!(acquire(&mut table, 1, 10, S), Acquire::Granted);
+        // Compatible: granted as by `acquire`.
+        assert_eq!(
+            table.try_acquire(R, TxId(2), OpId(20), S),
+            Ok(Acquire::Granted)
+        );
+        // A writer would wait for both readers.
+        assert_eq!(
+            table.try_acquire(R, TxId(3), OpId(30), X),
+            Ok(Acquire::Busy)
+        );
+        assert!(waiter_txs(&table).is_empty(), "nothing queued");
+        // An upgrade past another holder would wait too.
+        assert_eq!(
+            table.try_acquire(R, TxId(1), OpId(11), X),
+            Ok(Acquire::Busy)
+        );
+        assert_eq!(holder_txs(&table), vec![(1, S), (2, S)]);
+        // Behind a queued writer even a compatible reader would wait.
+        assert_eq!(acquire(&mut table, 3, 31, X), Acquire::Queued);
+        assert_eq!(
+            table.try_acquire(R, TxId(4), OpId(40), S),
+            Ok(Acquire::Busy)
+        );
+        assert_eq!(waiter_txs(&table), vec![(3, X)]);
+        assert_eq!(
+            table.try_acquire(R, TxId(1), OpId(12), S),
+            Ok(Acquire::AlreadyHeld)
+        );
+        table.check_invariants();
+    }
+
+    #[test]
     fn a_second_waiting_request_of_one_transaction_is_refused() {
         let mut table = LockTable::new();
         assert_eq!(acquire(&mut table, 1, 10, X), Acquire::Granted);
@@ -1011,7 +1079,12 @@ mod tests {
             self.rows.values().map(|row| row.queue.len()).sum()
         }
 
-        fn acquire(&mut self, row_id: RowId, request: LockRequest) -> Result<Acquire, LockError> {
+        fn acquire(
+            &mut self,
+            row_id: RowId,
+            request: LockRequest,
+            wait: bool,
+        ) -> Result<Acquire, LockError> {
             let waiting = self.waiting();
             let row = self.rows.entry(row_id).or_default();
             let held = row
@@ -1041,6 +1114,9 @@ mod tests {
             if !upgrade && row.queue.is_empty() && compatible {
                 row.holders.push(request);
                 return Ok(Acquire::Granted);
+            }
+            if !wait {
+                return Ok(Acquire::Busy);
             }
             if waiting >= self.waiters_max {
                 if row.holders.is_empty() {
@@ -1140,6 +1216,8 @@ mod tests {
             row: u32,
             tx: u64,
             exclusive: bool,
+            /// `try_acquire` when false.
+            wait: bool,
         },
         Release {
             row: u32,
@@ -1161,8 +1239,8 @@ mod tests {
 
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
-            5 => (0..ROWS, 0..TXS, any::<bool>())
-                .prop_map(|(row, tx, exclusive)| Step::Acquire { row, tx, exclusive }),
+            5 => (0..ROWS, 0..TXS, any::<bool>(), prop::bool::weighted(0.8))
+                .prop_map(|(row, tx, exclusive, wait)| Step::Acquire { row, tx, exclusive, wait }),
             2 => (0..ROWS, 0..TXS).prop_map(|(row, tx)| Step::Release { row, tx }),
             1 => (0..TXS).prop_map(|tx| Step::ReleaseAll { tx }),
             1 => (0..ROWS, 0..TXS, any::<bool>())
@@ -1205,15 +1283,19 @@ mod tests {
                 grants.clear();
                 expected_grants.clear();
                 match step {
-                    Step::Acquire { row, tx, exclusive } => {
+                    Step::Acquire { row, tx, exclusive, wait } => {
                         next_op += 1;
                         let request = LockRequest {
                             tx: TxId(tx),
                             op: OpId(next_op),
                             mode: if exclusive { X } else { S },
                         };
-                        let got = table.acquire(RowId(row), request.tx, request.op, request.mode);
-                        prop_assert_eq!(got, model.acquire(RowId(row), request));
+                        let got = if wait {
+                            table.acquire(RowId(row), request.tx, request.op, request.mode)
+                        } else {
+                            table.try_acquire(RowId(row), request.tx, request.op, request.mode)
+                        };
+                        prop_assert_eq!(got, model.acquire(RowId(row), request, wait));
                     }
                     Step::Release { row, tx } => {
                         let got = table.release_tx(TxId(tx), RowId(row), &mut grants);

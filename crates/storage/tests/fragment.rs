@@ -889,6 +889,56 @@ fn scans_see_committed_rows_in_batches_both_ways() {
 }
 
 #[test]
+fn a_read_that_must_not_wait_is_refused_and_leaves_nothing_behind() {
+    let mut w = World::new(64);
+    for k in 1..=2 {
+        w.insert(T1, row(k, 1, "a")).unwrap();
+    }
+    w.commit(T1);
+    // T2 holds 1 exclusively (an update) and 2 shared.
+    w.update_s(T2, 1, "b").unwrap();
+    assert!(w.read(2, ReadMode::Shared { tx: T2, op: OP }).is_some());
+    let mut out = RowBuf::new();
+    let mut no_wait = |w: &mut World, k: u64, mode: ReadMode| {
+        w.fragment.read_no_wait(&w.pool, &key(k), mode, &mut out)
+    };
+    for mode in [
+        ReadMode::Shared { tx: T3, op: OP },
+        ReadMode::Exclusive { tx: T3, op: OP },
+    ] {
+        let err = no_wait(&mut w, 1, mode).unwrap_err();
+        assert!(matches!(err, FragmentError::LockBusy { .. }), "{err}");
+        assert!(err.to_string().contains("locked by another transaction"));
+    }
+    // A shared lock is compatible with T2's; an exclusive one is not.
+    let t3_shared = ReadMode::Shared { tx: T3, op: OP };
+    assert_eq!(no_wait(&mut w, 2, t3_shared).unwrap(), Outcome::Done);
+    let t3_exclusive = ReadMode::Exclusive {
+        tx: T3,
+        op: OpId(2),
+    };
+    let err = no_wait(&mut w, 2, t3_exclusive).unwrap_err();
+    assert!(matches!(err, FragmentError::LockBusy { .. }), "{err}");
+    // Its own rows: T2 reads what it holds at once, its own image.
+    let own = ReadMode::Exclusive {
+        tx: T2,
+        op: OpId(3),
+    };
+    assert_eq!(no_wait(&mut w, 1, own).unwrap(), Outcome::Done);
+    // Nothing waits: T2's end grants nobody, and T3 then locks 1.
+    assert_eq!(w.fragment.locks().waiting(), 0);
+    w.commit(T2);
+    assert!(w.grants.is_empty(), "the refused reads queued nothing");
+    let t3 = ReadMode::Exclusive {
+        tx: T3,
+        op: OpId(4),
+    };
+    assert_eq!(no_wait(&mut w, 1, t3).unwrap(), Outcome::Done);
+    w.abort(T3);
+    assert!(w.fragment.locks().is_empty());
+}
+
+#[test]
 fn lock_waiters_full_is_temporary_and_chained_requests_are_refused() {
     let mut w = World::new(64);
     w.insert(T1, row(1, 1, "a")).unwrap();

@@ -17,8 +17,8 @@
 use kernel::Context;
 use proto::error;
 use proto::ops::{
-    ColumnValues, LockMode, OpBatchReader, OpBatchWriter, OpKind, OpSpan, OpView, KEY_INFO,
-    NO_INDEX, NO_PARTITION,
+    ColumnValues, LockMode, LockWait, OpBatchReader, OpBatchWriter, OpKind, OpSpan, OpView,
+    KEY_INFO, NO_INDEX, NO_PARTITION, UNLOCK,
 };
 use proto::ProtoError;
 use schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
@@ -1011,6 +1011,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             scratch,
             restart,
             redo_full_buggified,
+            grants,
             ..
         } = self;
         let table = match checked_table(schema, alter, config, op) {
@@ -1033,9 +1034,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         let step = match run_op(
             table,
-            fragment,
-            pool,
+            (fragment, pool),
             scratch,
+            grants,
             (TxId(tx_id), op_id),
             op,
             forwarding && !answered_here,
@@ -1556,9 +1557,9 @@ fn send_results(
 #[allow(clippy::too_many_arguments)]
 fn run_op(
     table: &TableDef,
-    fragment: &mut Fragment,
-    pool: &mut PagePool,
+    (fragment, pool): (&mut Fragment, &mut PagePool),
     scratch: &mut Scratch,
+    grants: &mut Vec<Grant>,
     (tx, op_id): (TxId, OpId),
     op: &OpView<'_>,
     forwarding: bool,
@@ -1568,13 +1569,31 @@ fn run_op(
     scratch.keys.clear();
     scratch.keys.extend(op.keys().map(|v| v.to_value()));
     let outcome = match h.kind {
+        OpKind::Read if h.flags & UNLOCK != 0 => {
+            // The waiters it lets in run after the request
+            // (`on_key_req`'s `run_grants`).
+            fragment.unlock(pool, tx, &scratch.keys, grants)?;
+            Outcome::Done
+        }
         OpKind::Read => {
             let mode = match h.lock {
                 LockMode::Committed => ReadMode::Committed,
                 LockMode::Shared => ReadMode::Shared { tx, op: op_id },
                 LockMode::Exclusive => ReadMode::Exclusive { tx, op: op_id },
             };
-            let outcome = fragment.read(pool, &scratch.keys, mode, &mut scratch.row)?;
+            let outcome = match LockWait::of_op_flags(h.flags) {
+                LockWait::Wait => fragment.read(pool, &scratch.keys, mode, &mut scratch.row)?,
+                LockWait::NoWait => {
+                    fragment.read_no_wait(pool, &scratch.keys, mode, &mut scratch.row)?
+                }
+                // A row another transaction holds is not there for it.
+                LockWait::SkipLocked => {
+                    match fragment.read_no_wait(pool, &scratch.keys, mode, &mut scratch.row) {
+                        Err(FragmentError::LockBusy { .. }) => Outcome::NotFound,
+                        other => other?,
+                    }
+                }
+            };
             if outcome == Outcome::Done {
                 write_row(
                     out,
@@ -1719,6 +1738,7 @@ pub(super) fn fragment_code(table: &TableDef, e: &FragmentError) -> u32 {
         FragmentError::LockWaitersFull { .. } | FragmentError::AlreadyWaiting { .. } => {
             error::OUT_OF_LDM_OPERATIONS
         }
+        FragmentError::LockBusy { .. } => error::LOCK_BUSY,
         FragmentError::NoSuchIndex { .. } => error::NO_SUCH_INDEX,
         FragmentError::NoSuchColumn { .. } => error::NO_SUCH_COLUMN,
         FragmentError::RedoFull { .. } => error::REDO_OVERLOADED,

@@ -7,7 +7,10 @@
 //! row it returns, by a locking read of the row's key for the transaction;
 //! when that must wait, the scan waits for the grant, and then reads the
 //! row again under the lock (and checks the filter on what it read). The
-//! locks are the transaction's, released by its commit or abort.
+//! locks are the transaction's, released by its commit or abort. A scan
+//! that must not wait (`LockWait::NoWait`, `FOR UPDATE NOWAIT`) fails at
+//! the first row another transaction holds, with `LOCK_BUSY`; one that
+//! skips (`LockWait::SkipLocked`) passes such a row by. Neither queues.
 //!
 //! Bounds: at most [`LDM_SCANS_MAX`] scans per instance, and one batch
 //! examines at most [`SCAN_ROWS_EXAMINED_MAX`] rows, so a selective filter
@@ -19,13 +22,14 @@ use std::ops::Bound as StdBound;
 
 use kernel::Context;
 use proto::error;
-use proto::ops::{LockMode, NO_INDEX, NO_PARTITION};
+use proto::ops::{LockMode, LockWait, NO_INDEX, NO_PARTITION};
 use proto::scan::Bound;
 use schema::Value;
 use signal::{BlockRef, SignalBody};
 use storage::disk::Disk;
 use storage::fragment::{
-    Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec,
+    FragmentError, Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress, ScanRange,
+    ScanSpec,
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::ordered_index::Direction;
@@ -645,11 +649,25 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                                 .iter()
                                 .map(|&c| layout.decode_column(fixed, var, c).to_value()),
                         );
-                        match fragment.read(pool, keys, mode, row) {
+                        let read = match spec.lock_wait {
+                            LockWait::Wait => fragment.read(pool, keys, mode, row),
+                            LockWait::NoWait | LockWait::SkipLocked => {
+                                fragment.read_no_wait(pool, keys, mode, row)
+                            }
+                        };
+                        match read {
                             Ok(Outcome::Done) => {}
                             Ok(Outcome::Waiting) => {
                                 record.waiting = true;
                                 return BatchEnd::Wait;
+                            }
+                            Err(FragmentError::LockBusy { .. })
+                                if spec.lock_wait == LockWait::SkipLocked =>
+                            {
+                                // Another transaction holds it: passed by.
+                                record.next_row += 1;
+                                record.examined += 1;
+                                continue;
                             }
                             Ok(Outcome::NotFound) => {
                                 // Deleted since the chunk was read.
@@ -657,8 +675,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                                 continue;
                             }
                             Err(e) => {
-                                // Too many lock waiters: the scan stops
-                                // rather than skip a row it should lock.
+                                // Too many lock waiters, or a held row and
+                                // NOWAIT: the scan stops rather than skip a
+                                // row it should lock.
                                 let code = fragment_code(table, &e);
                                 let message = format!("scan of table `{}`: {e}", table.name);
                                 return BatchEnd::Failed { code, message };

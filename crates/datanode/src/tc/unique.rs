@@ -58,7 +58,7 @@ use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, OpResult, OpView, ResultReader,
     ResultWriter,
 };
-use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
+use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION, NO_WAIT, SKIP_LOCKED};
 use schema::{
     distribution_hash, partition_of, ColumnType, RowLayout, Storage, TableDef, Value, ValueRef,
     STRING_KEY_CHUNK_BYTES,
@@ -594,7 +594,9 @@ impl TcBlock {
                         partition: p.partition,
                         kind: OpKind::Read,
                         lock: p.lock,
-                        flags: 0,
+                        // A locking lookup that must not wait does not
+                        // wait for the index row either.
+                        flags: op.header.flags & (NO_WAIT | SKIP_LOCKED),
                     };
                     writer.begin(&header);
                     for v in op.keys() {

@@ -257,6 +257,7 @@ pub fn full_scan_spec(table: &TableDef) -> proto::ScanSpec {
         more_ranges: Vec::new(),
         descending: false,
         lock: LockMode::Committed,
+        lock_wait: proto::LockWait::Wait,
         partition: NO_PARTITION,
         batch_rows: 16,
         projection: Vec::new(),

@@ -162,6 +162,10 @@ pub enum FragmentError {
         #[source]
         source: LockError,
     },
+    /// A read that must not wait ([`Fragment::read_no_wait`]) found the
+    /// row locked by another transaction. Nothing changed.
+    #[error("table {table}: the row is locked by another transaction, and the read does not wait")]
+    LockBusy { table: String },
     /// The redo log part has no room for this commit (temporary: a local
     /// checkpoint frees it). Nothing was installed.
     #[error("table {table}: commit refused: {source}")]
@@ -680,6 +684,31 @@ impl Fragment {
         mode: ReadMode,
         out: &mut RowBuf,
     ) -> Result<Outcome, FragmentError> {
+        self.read_or_not(pool, key, mode, true, out)
+    }
+
+    /// [`Fragment::read`] for a locking read that must not wait (`FOR
+    /// UPDATE NOWAIT`, `SKIP LOCKED`): where `read` would wait for another
+    /// transaction's lock, [`FragmentError::LockBusy`], with nothing
+    /// queued or held. Never `Outcome::Waiting`.
+    pub fn read_no_wait(
+        &mut self,
+        pool: &PagePool,
+        key: &[Value],
+        mode: ReadMode,
+        out: &mut RowBuf,
+    ) -> Result<Outcome, FragmentError> {
+        self.read_or_not(pool, key, mode, false, out)
+    }
+
+    fn read_or_not(
+        &mut self,
+        pool: &PagePool,
+        key: &[Value],
+        mode: ReadMode,
+        wait: bool,
+        out: &mut RowBuf,
+    ) -> Result<Outcome, FragmentError> {
         self.encode_key(key)?;
         let Some(row) = self.find(pool) else {
             return Ok(Outcome::NotFound);
@@ -695,7 +724,7 @@ impl Fragment {
             ReadMode::Shared { tx, op } => (tx, op, LockMode::Shared),
             ReadMode::Exclusive { tx, op } => (tx, op, LockMode::Exclusive),
         };
-        if !self.lock(row, tx, op, lock)? {
+        if !self.lock_or_not(row, tx, op, lock, wait)? {
             return Ok(Outcome::Waiting);
         }
         match self.view(pool, row, tx) {
@@ -709,6 +738,39 @@ impl Fragment {
             }
         }
         Ok(Outcome::Done)
+    }
+
+    /// Lets go of `tx`'s lock on the row with primary key `key` before the
+    /// transaction ends (NDB's unlock request): for a row a locking read
+    /// took and the statement did not keep (a `LIMIT` or a condition left
+    /// it out, as InnoDB releases such rows under READ COMMITTED). A row
+    /// the transaction changed, or one it waits for, stays as it is: its
+    /// change needs the lock to its end. Appends the waiting operations
+    /// that may now run to `grants`. Whether a lock was released.
+    pub fn unlock(
+        &mut self,
+        pool: &PagePool,
+        tx: TxId,
+        key: &[Value],
+        grants: &mut Vec<Grant>,
+    ) -> Result<bool, FragmentError> {
+        self.encode_key(key)?;
+        let Some(row) = self.find(pool) else {
+            return Ok(false);
+        };
+        if self.pending_of(row, tx).is_some()
+            || self.locks.held_mode(row, tx).is_none()
+            || self.locks.waiters(row).any(|w| w.tx == tx)
+        {
+            return Ok(false);
+        }
+        let first = grants.len();
+        let released = self.locks.release_tx(tx, row, grants);
+        debug_assert!(released, "a held lock is released");
+        // The row stays in the transaction's list: its end releases it
+        // again, which changes nothing.
+        self.drop_grants_of_gone_rows(first, grants);
+        Ok(released)
     }
 
     /// Starts loading the hash bucket of primary key `key` into the cache
@@ -1683,10 +1745,33 @@ impl Fragment {
         op: OpId,
         mode: LockMode,
     ) -> Result<bool, FragmentError> {
-        let held = match self.locks.acquire(row, tx, op, mode) {
+        self.lock_or_not(row, tx, op, mode, true)
+    }
+
+    /// [`Fragment::lock`], or with `wait` false: `LockBusy` where it would
+    /// queue.
+    fn lock_or_not(
+        &mut self,
+        row: RowId,
+        tx: TxId,
+        op: OpId,
+        mode: LockMode,
+        wait: bool,
+    ) -> Result<bool, FragmentError> {
+        let acquired = if wait {
+            self.locks.acquire(row, tx, op, mode)
+        } else {
+            self.locks.try_acquire(row, tx, op, mode)
+        };
+        let held = match acquired {
             Ok(Acquire::AlreadyHeld) => return Ok(true),
             Ok(Acquire::Granted) => true,
             Ok(Acquire::Queued) => false,
+            Ok(Acquire::Busy) => {
+                return Err(FragmentError::LockBusy {
+                    table: self.table.clone(),
+                })
+            }
             Err(source @ LockError::TooManyWaiters { .. }) => {
                 return Err(FragmentError::LockWaitersFull {
                     table: self.table.clone(),
@@ -2136,7 +2221,17 @@ impl Fragment {
     fn end_transaction(&mut self, tx: TxId, mut list: Vec<RowId>, grants: &mut Vec<Grant>) {
         let first_grant = grants.len();
         self.locks.release_all(tx, list.iter().copied(), grants);
-        let mut i = first_grant;
+        self.drop_grants_of_gone_rows(first_grant, grants);
+        debug_assert!(!self.txs.contains_key(&tx), "the caller took its row list");
+        list.clear();
+        self.free_row_lists.push(list);
+    }
+
+    /// Of the grants from `first` on, those of rows that are gone (a
+    /// committed delete) are released at once, handing the row on to
+    /// whoever waits behind (appended in turn).
+    fn drop_grants_of_gone_rows(&mut self, first: usize, grants: &mut Vec<Grant>) {
+        let mut i = first;
         while i < grants.len() {
             let grant = grants[i];
             if !self.rows.is_live(grant.row) {
@@ -2144,9 +2239,6 @@ impl Fragment {
             }
             i += 1;
         }
-        debug_assert!(!self.txs.contains_key(&tx), "the caller took its row list");
-        list.clear();
-        self.free_row_lists.push(list);
     }
 
     fn memory_error(&self, error: MemoryError) -> FragmentError {
