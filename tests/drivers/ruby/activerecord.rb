@@ -589,9 +589,8 @@ def orm_checks(how, prepared)
   check("#{how}: rollback on an exception", Book.find(1).price, BigDecimal("19.99"))
 
   # Pessimistic locking: FOR UPDATE, and another connection that reads
-  # the locked row, locks another, and times out waiting for the first.
-  # (Not here: `FOR UPDATE SKIP LOCKED`, which Skarv does not honour: it
-  # waits for the locked row and fails with 1205, where MariaDB skips it.)
+  # the locked row, locks another, skips the locked one (`SKIP LOCKED`)
+  # or fails at once on it (`NOWAIT`), and times out waiting for it.
   Book.transaction do
     locked = nil
     sqls = statements { locked = Book.lock.find(1) }
@@ -603,16 +602,23 @@ def orm_checks(how, prepared)
         # with a shared lock, which waits (docs/transactions.md).
         read = Book.select(:id, :title).find(1).title
         another = Book.transaction { Book.lock.where(id: 2).pluck(:title) }
+        skipped = Book.transaction { Book.lock("FOR UPDATE SKIP LOCKED").where(id: [1, 2]).order(:id).pluck(:id) }
+        refused = begin
+          Book.transaction { Book.lock("FOR UPDATE NOWAIT").select(:id).find(1) }
+          nil
+        rescue ActiveRecord::LockWaitTimeout => e
+          e.cause.error_number
+        end
         timed_out = begin
           Book.transaction { Book.lock.find(1) }
           nil
         rescue ActiveRecord::LockWaitTimeout => e
           e.cause.error_number
         end
-        [read, another, timed_out]
+        [read, another, skipped, refused, timed_out]
       end
     end.value
-    check("#{how}: a locked row, from another connection", other, ["Rust", ["Ruby 2"], 1205])
+    check("#{how}: a locked row, from another connection", other, ["Rust", ["Ruby 2"], [2], 1205, 1205])
     locked.with_lock { locked.update!(rating: 5) }
   end
   check("#{how}: with_lock", Book.find(1).rating, 5)

@@ -1963,8 +1963,9 @@ fn mend_set_assignments(tokens: &mut [TokenWithSpan]) {
     }
 }
 
-/// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,
-/// its MySQL 8 spelling, which the parser takes.
+/// `… LOCK IN SHARE MODE` at the end of a SELECT (or before its `NOWAIT`
+/// or `SKIP LOCKED`) becomes `… FOR SHARE`, its MySQL 8 spelling, which
+/// the parser takes.
 fn mend_lock_in_share_mode(tokens: &mut Vec<TokenWithSpan>) {
     while matches!(tokens.last().map(|t| &t.token), Some(Token::Whitespace(_))) {
         tokens.pop();
@@ -1975,16 +1976,27 @@ fn mend_lock_in_share_mode(tokens: &mut Vec<TokenWithSpan>) {
         .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
         .map(|(at, _)| at)
         .collect();
-    if significant.len() < 4 {
+    let word = |at: usize| tokens[at].token.to_string().to_ascii_uppercase();
+    let n = significant.len();
+    // The words after MODE that stay: none, NOWAIT or SKIP LOCKED.
+    let after = match n {
+        _ if n >= 6
+            && word(significant[n - 2]) == "SKIP"
+            && word(significant[n - 1]) == "LOCKED" =>
+        {
+            2
+        }
+        _ if n >= 5 && word(significant[n - 1]) == "NOWAIT" => 1,
+        _ => 0,
+    };
+    if n < 4 + after {
         return;
     }
-    let tail = &significant[significant.len() - 4..];
-    let spelled: Vec<String> = tail
-        .iter()
-        .map(|&at| tokens[at].token.to_string().to_ascii_uppercase())
-        .collect();
+    let tail = &significant[n - 4 - after..n - after];
+    let spelled: Vec<String> = tail.iter().map(|&at| word(at)).collect();
     if spelled == ["LOCK", "IN", "SHARE", "MODE"] {
         let span = tokens[tail[0]].span;
+        let kept = tokens.split_off(tail[3] + 1);
         tokens.truncate(tail[0]);
         for token in [
             Token::make_keyword("FOR"),
@@ -1993,6 +2005,7 @@ fn mend_lock_in_share_mode(tokens: &mut Vec<TokenWithSpan>) {
         ] {
             tokens.push(TokenWithSpan::new(token, span));
         }
+        tokens.extend(kept);
     }
 }
 
@@ -3189,6 +3202,22 @@ mod tests {
             panic!("parsed")
         };
         assert!(s.to_string().ends_with("FOR SHARE"), "{s}");
+        for (sql, printed) in [
+            (
+                "SELECT a FROM t LOCK IN SHARE MODE NOWAIT",
+                "FOR SHARE NOWAIT",
+            ),
+            (
+                "SELECT a FROM t lock in share mode skip locked",
+                "FOR SHARE SKIP LOCKED",
+            ),
+        ] {
+            let stmts = parse_one(sql, false).unwrap();
+            let Stmt::Sql(s) = &stmts[0] else {
+                panic!("parsed")
+            };
+            assert!(s.to_string().ends_with(printed), "{s}");
+        }
 
         // `MOD` between operands is `%`; as a call, a name or an alias
         // it stays itself.

@@ -552,10 +552,13 @@ pub fn native_error(error: &skarv_client::Error) -> SqlError {
             TABLE_DEF_CHANGED,
             "Table definition has changed, please retry transaction",
         ),
-        native::LOCK_TIMEOUT | native::TRANSACTION_TIMEOUT | 274 => SqlError::new(
-            codes::LOCK_WAIT_TIMEOUT,
-            "Lock wait timeout exceeded; try restarting transaction",
-        ),
+        // NOWAIT's refusal is MariaDB's 1205 too (MySQL 8 says 3572).
+        native::LOCK_TIMEOUT | native::TRANSACTION_TIMEOUT | native::LOCK_BUSY | 274 => {
+            SqlError::new(
+                codes::LOCK_WAIT_TIMEOUT,
+                "Lock wait timeout exceeded; try restarting transaction",
+            )
+        }
         native::DUPLICATE_KEY | native::UNIQUE_VIOLATION => SqlError::new(
             codes::DUP_ENTRY,
             format!("Duplicate entry for key: {}", error.message),
@@ -597,6 +600,7 @@ mod tests {
     fn native_errors_map_to_mysql_codes() {
         let e = |code| native_error(&skarv_client::Error::new(code, "m"));
         assert_eq!(e(native::LOCK_TIMEOUT).code, 1205);
+        assert_eq!(e(native::LOCK_BUSY).code, 1205);
         assert_eq!(e(native::DUPLICATE_KEY).code, 1062);
         assert_eq!(e(native::UNIQUE_VIOLATION).code, 1062);
         assert_eq!(e(native::DATA_MEMORY_FULL).code, 1114);

@@ -30,7 +30,7 @@ use schema::Value;
 use skarv_client::{ExecMode, LockMode, Op, OpHandle, Outcome, Transaction};
 
 use super::convert::{self, Target};
-use super::{fetch, OPS_PER_EXECUTE_MAX};
+use super::{fetch, RowLock, OPS_PER_EXECUTE_MAX};
 use crate::engine::catalog::{meta, SqlType, TableInfo};
 use crate::engine::expr::{CmpOp, Ctx, Expr, InList, Val};
 use crate::engine::foreign::{children_of, column_positions, no_parent, parent_key, referenced};
@@ -640,7 +640,7 @@ fn scan(
         child,
         &access,
         filter,
-        Some(LockMode::Exclusive),
+        Some(RowLock::EXCLUSIVE),
         false,
         Some(cond),
         ctx,

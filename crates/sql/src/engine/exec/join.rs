@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use schema::Value;
 use skarv_client::Transaction;
-use skarv_client::{CmpOp as NCmp, ExecMode, Filter, LockMode, Op, OpResult, ScanOptions};
+use skarv_client::{CmpOp as NCmp, ExecMode, Filter, Op, OpResult, ScanOptions};
 
-use super::{fetch, sql_row, sql_row_owned, FETCH_ROWS_MAX};
+use super::{fetch, sql_row, sql_row_owned, RowLock, FETCH_ROWS_MAX};
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{Ctx, Expr, Val};
@@ -49,7 +49,7 @@ pub(crate) fn run(
     tx: &Transaction<'_>,
     spec: &JoinSpec,
     plan: &JoinPlan,
-    lock: Option<LockMode>,
+    lock: Option<RowLock>,
     ctx: &mut Ctx<'_>,
     stats: Option<&mut Vec<StepStats>>,
     stop_after: Option<usize>,
@@ -71,7 +71,7 @@ pub(crate) fn run_each(
     tx: &Transaction<'_>,
     spec: &JoinSpec,
     plan: &JoinPlan,
-    lock: Option<LockMode>,
+    lock: Option<RowLock>,
     ctx: &mut Ctx<'_>,
     stats: Option<&mut Vec<StepStats>>,
     each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
@@ -141,7 +141,7 @@ struct Runner<'r, 's> {
     tx: &'r Transaction<'s>,
     spec: &'r JoinSpec,
     plan: &'r JoinPlan,
-    lock: Option<LockMode>,
+    lock: Option<RowLock>,
     kept: Vec<Option<Kept>>,
     stats: Vec<StepStats>,
 }
@@ -505,7 +505,7 @@ fn read_batch(
     k: &Keyed,
     own_filter: Option<&Filter>,
     chunk: &[Vec<Val>],
-    lock: Option<LockMode>,
+    lock: Option<RowLock>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Batch> {
     // Each outer row's key, in SQL values and in stored form.
@@ -555,7 +555,8 @@ fn read_batch(
                     continue;
                 }
                 let mut op = Op::read(native_table, native)
-                    .lock(lock.unwrap_or(LockMode::Committed))
+                    .lock(RowLock::mode_of(lock))
+                    .lock_wait(RowLock::wait_of(lock))
                     .ignore_error();
                 if k.kind == KeyedKind::Unique {
                     op = op.index(&k.index);
@@ -678,7 +679,8 @@ fn read_batch(
                 lower: Some((low.1.clone(), true)),
                 upper: Some((high.1.clone(), true)),
                 filter,
-                lock,
+                lock: lock.map(|l| l.mode),
+                lock_wait: RowLock::wait_of(lock),
                 ..ScanOptions::default()
             };
             let scan = tx

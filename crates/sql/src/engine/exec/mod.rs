@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use schema::Value;
-use skarv_client::{ExecMode, Filter, LockMode, Op, OpResult, ScanOptions, Transaction};
+use skarv_client::{ExecMode, Filter, LockMode, LockWait, Op, OpResult, ScanOptions, Transaction};
 use sqlparser::ast::Statement;
 use sqlparser::tokenizer::Location;
 
@@ -554,7 +554,7 @@ pub(crate) fn fetch<'c>(
     table: &Arc<TableInfo>,
     access: &Access,
     filter: Option<Filter>,
-    lock: Option<LockMode>,
+    lock: Option<RowLock>,
     descending: bool,
     cond: Option<&Expr>,
     ctx: &mut Ctx<'c>,
@@ -587,7 +587,7 @@ pub(crate) fn fetch_each<'c>(
     table: &Arc<TableInfo>,
     access: &Access,
     filter: Option<Filter>,
-    lock: Option<LockMode>,
+    lock: Option<RowLock>,
     descending: bool,
     cond: Option<&Expr>,
     ctx: &mut Ctx<'c>,
@@ -630,7 +630,6 @@ pub(crate) fn fetch_each<'c>(
             for chunk in keys.chunks(OPS_PER_EXECUTE_MAX) {
                 let mut handles = Vec::with_capacity(chunk.len());
                 for key in chunk {
-                    let lock = lock.unwrap_or(LockMode::Committed);
                     let op = key_read(native, key, lock, index, columns);
                     handles.push(
                         tx.define(op)
@@ -682,7 +681,8 @@ pub(crate) fn fetch_each<'c>(
             }
             let mut options = ScanOptions {
                 filter,
-                lock,
+                lock: lock.map(|l| l.mode),
+                lock_wait: RowLock::wait_of(lock),
                 partition_key,
                 projection: columns.map(<[&str]>::to_vec),
                 partition_keys,
@@ -756,16 +756,53 @@ pub(crate) fn fetch_each<'c>(
     Ok(())
 }
 
+/// A statement's row lock (`FOR UPDATE`, `FOR SHARE`, the reads of an
+/// UPDATE or DELETE): its mode, and what it does about a row another
+/// transaction holds (`NOWAIT`, `SKIP LOCKED`; else it waits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RowLock {
+    pub mode: LockMode,
+    pub wait: LockWait,
+}
+
+impl RowLock {
+    pub const EXCLUSIVE: RowLock = RowLock {
+        mode: LockMode::Exclusive,
+        wait: LockWait::Wait,
+    };
+    pub const SHARED: RowLock = RowLock {
+        mode: LockMode::Shared,
+        wait: LockWait::Wait,
+    };
+
+    /// The mode of an optional lock: none is a committed read.
+    pub fn mode_of(lock: Option<RowLock>) -> LockMode {
+        lock.map_or(LockMode::Committed, |l| l.mode)
+    }
+
+    /// The wait policy of an optional lock: a committed read waits for
+    /// nothing anyway.
+    pub fn wait_of(lock: Option<RowLock>) -> LockWait {
+        lock.map_or(LockWait::Wait, |l| l.wait)
+    }
+}
+
 /// A read of one row by primary key, or by unique index `index`, that a
-/// missing row does not fail; only `columns` when given.
+/// missing row does not fail; only `columns` when given. Under `SKIP
+/// LOCKED` a row another transaction holds is missing too; under
+/// `NOWAIT` it fails with `LOCK_BUSY` (the statement's 1205; the
+/// transaction goes on).
 pub(crate) fn key_read<'a>(
     native: &'a Arc<skarv_client::Table>,
     key: &'a [Value],
-    lock: LockMode,
+    lock: Option<RowLock>,
     index: Option<&'a str>,
     columns: Option<&'a [&'a str]>,
 ) -> Op<'a> {
-    let mut op = Op::read(native, key).lock(lock).ignore_error();
+    let mut op = Op::read(native, key)
+        .lock(RowLock::mode_of(lock))
+        .lock_wait(RowLock::wait_of(lock))
+        .ignore_error();
     if let Some(name) = index {
         op = op.index(name);
     }

@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use schema::Value;
-use skarv_client::{codes as native, ExecMode, LockMode, Op, Transaction};
+use skarv_client::{codes as native, ExecMode, Op, Transaction};
 use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
@@ -33,7 +33,7 @@ use super::write::{
     order_targets, stored_again, update_duplicate, with_per_row, write_ctx, Check, ReplayedKeys,
     Targets,
 };
-use super::{env, table_scope, with_scope, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
+use super::{env, table_scope, with_scope, RowLock, FETCH_ROWS_MAX, OPS_PER_EXECUTE_MAX};
 use crate::backend::OkInfo;
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::{name_parts, Ctx, Expr, SubTest, Val};
@@ -321,7 +321,7 @@ fn read_joined(
         tx,
         spec,
         &plan,
-        Some(LockMode::Exclusive),
+        Some(RowLock::EXCLUSIVE),
         ctx,
         None,
         &mut |row, ctx| {

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use stdx::{KeyMap, KeyState};
 
 use schema::Collation;
-use skarv_client::LockMode;
+use skarv_client::{LockMode, LockWait};
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
 use self::sets::{Bound, SetNode, SetOp};
 use super::{
-    convert, env, fetch, fetch_each, keep_warning, keep_warnings, table_scope, with_scope,
+    convert, env, fetch, fetch_each, keep_warning, keep_warnings, table_scope, with_scope, RowLock,
 };
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
@@ -83,7 +83,7 @@ struct Planned {
     distinct: bool,
     limit: Option<u64>,
     offset: u64,
-    lock: Option<LockMode>,
+    lock: Option<RowLock>,
     /// The rows of a virtual table (`information_schema`) when the FROM
     /// names one; `table` is None then.
     rows: Option<Arc<Vec<Vec<Val>>>>,
@@ -571,11 +571,20 @@ fn bound_select(
     Ok(())
 }
 
-/// A query's lock (`FOR UPDATE`, `FOR SHARE`/`LOCK IN SHARE MODE`).
-fn lock_of(q: &ast::Query) -> Option<LockMode> {
-    q.locks.first().map(|l| match l.lock_type {
-        ast::LockType::Update => LockMode::Exclusive,
-        ast::LockType::Share => LockMode::Shared,
+/// A query's lock (`FOR UPDATE`, `FOR SHARE`/`LOCK IN SHARE MODE`), and
+/// what it does about a row another transaction holds (`NOWAIT`, `SKIP
+/// LOCKED`).
+fn lock_of(q: &ast::Query) -> Option<RowLock> {
+    q.locks.first().map(|l| RowLock {
+        mode: match l.lock_type {
+            ast::LockType::Update => LockMode::Exclusive,
+            ast::LockType::Share => LockMode::Shared,
+        },
+        wait: match l.nonblock {
+            None => LockWait::Wait,
+            Some(ast::NonBlock::Nowait) => LockWait::NoWait,
+            Some(ast::NonBlock::SkipLocked) => LockWait::SkipLocked,
+        },
     })
 }
 
@@ -2297,6 +2306,8 @@ fn streams(plans: &Plans) -> bool {
         && p.items.len() == plans.metas.len()
         && !per_row(p)
         && !assigns_user_vars(p)
+        // Its left-out rows are unlocked once all are known.
+        && !releases_left_out(p)
 }
 
 /// Whether the query assigns user variables (`@n := @n + 1`): its rows
@@ -2575,7 +2586,7 @@ enum Read<'p> {
 fn lock_own_writes(conn: &Conn<'_>, planned: &mut [Planned]) {
     if conn.tx.wrote && txn::in_transaction(conn) {
         for p in planned {
-            p.lock.get_or_insert(LockMode::Shared);
+            p.lock.get_or_insert(RowLock::SHARED);
         }
     }
 }
@@ -2812,13 +2823,7 @@ fn deferred_read<'s>(
     keep_warnings(conn, &mut ctx);
     let columns = projection(table, p);
     let tx = txn::take(conn)?;
-    let op = super::key_read(
-        &table.native,
-        key,
-        LockMode::Committed,
-        index,
-        columns.as_deref(),
-    );
+    let op = super::key_read(&table.native, key, None, index, columns.as_deref());
     let commits = !in_transaction;
     let mode = if commits {
         skarv_client::ExecMode::Commit
@@ -2951,6 +2956,10 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
                 arms.push(arm_rows);
             }
         } else if needs_tx {
+            // Left-out rows are unlocked only where the statement is the
+            // transaction's first to reach the data nodes: no lock an
+            // earlier statement took can be among them.
+            let unlocks = planned.len() == 1 && txn::in_transaction(conn) && conn.tx.tx.is_none();
             let tx = txn::take(conn)?;
             let autocommit_read =
                 planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
@@ -2959,7 +2968,11 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
                 let mut all = Vec::with_capacity(planned.len());
                 for (arm, p) in planned.iter().enumerate() {
                     let commit = autocommit_read.then_some(&mut committed);
-                    let mut arm_rows = run_one(&tx, p, &mut ctx, commit)?;
+                    let mut arm_rows = if unlocks && releases_left_out(p) {
+                        run_locking_limited(&tx, p, &mut ctx)?
+                    } else {
+                        run_one(&tx, p, &mut ctx, commit)?
+                    };
                     conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
                     all.push(arm_rows);
                 }
@@ -3240,6 +3253,92 @@ fn run_one(
 ) -> SqlResult<Vec<Vec<Val>>> {
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
+}
+
+/// Whether `p` is a locking single-table SELECT with a LIMIT whose rows
+/// left out can be unlocked ([`run_locking_limited`]). The caller checks
+/// that it runs in a transaction (an autocommit statement's locks go at
+/// once anyway) that held no locks before it. Not for a table with
+/// BLOB/TEXT columns: their parts' locks stay.
+fn releases_left_out(p: &Planned) -> bool {
+    p.lock.is_some()
+        && p.limit.is_some()
+        && p.join.is_none()
+        && p.table.as_ref().is_some_and(|t| !t.native.has_blobs())
+        && p.rows.is_none()
+        && p.group.is_empty()
+        && p.aggs.is_empty()
+        && p.windows.is_empty()
+        && !p.distinct
+        && p.having.is_none()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+}
+
+/// A locking SELECT with a LIMIT (`… ORDER BY id LIMIT 2 FOR UPDATE SKIP
+/// LOCKED`, the job queue's): the data nodes lock every row that passes
+/// the pushed condition, in no order and all partitions at once, where
+/// InnoDB reads in index order and stops at the limit. So the rows the
+/// ORDER BY and LIMIT leave out are unlocked again (one batch of unlock
+/// operations), as if never locked: another worker's `SKIP LOCKED` finds
+/// them, and a plain `FOR UPDATE` does not wait for them to the
+/// transaction's end.
+fn run_locking_limited(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    let table = p.table.as_ref().expect("a single-table SELECT");
+    // Every row, not only the first LIMIT of them: those left out must be
+    // known to be unlocked.
+    let whole = Planned {
+        limit: None,
+        offset: 0,
+        ..clone_planned(p)
+    };
+    let (found, sorted) = found_of(tx, &whole, ctx, None, None)?;
+    // Each row tagged with its place, a last column the items end with.
+    let width = found.first().map_or(0, |(row, _)| row.len());
+    let mut keys = Vec::with_capacity(found.len());
+    let tagged: Found = found
+        .into_iter()
+        .enumerate()
+        .map(|(at, (mut row, key))| {
+            debug_assert_eq!(row.len(), width, "rows of one table");
+            row.push(Val::Int(at as i64));
+            keys.push(key);
+            (row, Vec::new())
+        })
+        .collect();
+    let mut items = p.items.clone();
+    items.push(Expr::Col(width));
+    let tagging = Planned {
+        items,
+        ..clone_planned(p)
+    };
+    let mut out = shape_found(&tagging, tagged, sorted, ctx)?;
+    let mut kept = vec![false; keys.len()];
+    for row in &mut out {
+        match row.pop() {
+            Some(Val::Int(at)) => kept[at as usize] = true,
+            other => unreachable!("the tag column, not {other:?}"),
+        }
+    }
+    let left_out: Vec<&Vec<schema::Value>> = keys
+        .iter()
+        .zip(&kept)
+        .filter(|(_, kept)| !**kept)
+        .map(|(key, _)| key)
+        .collect();
+    for chunk in left_out.chunks(super::OPS_PER_EXECUTE_MAX) {
+        for key in chunk {
+            tx.define(skarv_client::Op::unlock(&table.native, key))
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        }
+        tx.execute(skarv_client::ExecMode::NoCommit)
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+    }
+    Ok(out)
 }
 
 /// Rows read: each row's values and its primary key.

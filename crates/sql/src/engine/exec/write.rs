@@ -9,7 +9,8 @@ use sqlparser::tokenizer::Location;
 
 use super::convert::{to_native, Target};
 use super::{
-    env, fetch, keep_warning, keep_warnings, table_of, table_scope, with_scope, OPS_PER_EXECUTE_MAX,
+    env, fetch, keep_warning, keep_warnings, table_of, table_scope, with_scope, RowLock,
+    OPS_PER_EXECUTE_MAX,
 };
 use crate::backend::OkInfo;
 use crate::engine::catalog::{self, TableInfo};
@@ -1295,7 +1296,7 @@ fn unique_holder(
 ) -> SqlResult<Option<(SqlError, Vec<Value>)>> {
     let def = table.native.def();
     let env = crate::engine::expr::Env::default();
-    let lock = Some(LockMode::Exclusive);
+    let lock = Some(RowLock::EXCLUSIVE);
     // A hidden primary key is a fresh number: never taken.
     if !table.hidden_key {
         let probe = plan::Access::Keys(vec![primary_key_of(def, row)]);
@@ -1539,7 +1540,7 @@ fn unique_value_holder(
     };
     let env = crate::engine::expr::Env::default();
     let mut ctx = Ctx::new(&[], &env);
-    let lock = Some(LockMode::Exclusive);
+    let lock = Some(RowLock::EXCLUSIVE);
     let hit = fetch(
         tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
     )?;
@@ -1806,7 +1807,7 @@ fn upsert_update(
     // INSERT IGNORE's update converts as its insert does (a warning).
     ctx.strict = conn.session.sql_mode_strict() && !ignore;
     ctx.ignore = ignore;
-    let lock = Some(LockMode::Exclusive);
+    let lock = Some(RowLock::EXCLUSIVE);
     let found = fetch(
         tx, table, access, None, lock, false, None, &mut ctx, None, None, None,
     )?;
@@ -2173,7 +2174,7 @@ pub(super) fn key_taken(
     let env = crate::engine::expr::Env::default();
     for probe in probes {
         let mut ctx = Ctx::new(&[], &env);
-        let lock = Some(LockMode::Exclusive);
+        let lock = Some(RowLock::EXCLUSIVE);
         let hit = fetch(
             tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
         )?;
@@ -2291,7 +2292,7 @@ pub(super) fn first_duplicate(
             },
         };
         let mut ctx = Ctx::new(&[], &env);
-        let lock = Some(LockMode::Shared);
+        let lock = Some(RowLock::SHARED);
         for (held, pk) in fetch(
             tx, table, &access, None, lock, false, None, &mut ctx, None, None, None,
         )? {
@@ -3087,7 +3088,7 @@ fn fetch_targets(
         table,
         &access,
         filter,
-        Some(LockMode::Exclusive),
+        Some(RowLock::EXCLUSIVE),
         false,
         cond.as_deref(),
         ctx,
@@ -3444,7 +3445,7 @@ fn held_by_later(
     let env = crate::engine::expr::Env::default();
     for (probe, error) in probes {
         let mut ctx = Ctx::new(&[], &env);
-        let lock = Some(LockMode::Shared);
+        let lock = Some(RowLock::SHARED);
         let hits = fetch(
             tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
         )?;
@@ -4411,7 +4412,7 @@ fn replaced_rows(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<TargetRow>> {
     let def = table.native.def();
-    let lock = Some(LockMode::Exclusive);
+    let lock = Some(RowLock::EXCLUSIVE);
     let mut accesses = vec![plan::Access::Keys(
         rows.iter()
             .map(|(row, _)| primary_key_of(def, row))
