@@ -1,8 +1,8 @@
 //! The SQL node's sessions and accounts through a real MySQL client (the
 //! `mysql` crate): accounts and grants kept in the cluster (an account made
 //! through one SQL node logs in through another), wrong passwords, missing
-//! privileges, system variables and warnings, and `KILL` of a connection
-//! that waits for its client.
+//! privileges, system variables and warnings, `KILL` of a connection
+//! that waits for its client, and `wait_timeout` closing an idle one.
 
 mod common;
 
@@ -186,6 +186,64 @@ fn variables_warnings_and_kill() {
     common::kill_and_wait_gone(&mut conn, idle_id);
     assert!(idle.ping().is_err(), "the killed connection is closed");
     assert_eq!(code(conn.query_drop("KILL 999999")), 1094, "unknown thread");
+
+    // wait_timeout: a connection whose client sends nothing for longer
+    // than its session's limit is closed and counted in Aborted_clients;
+    // one that pings within it stays. An interactive client's session
+    // starts from interactive_timeout.
+    let aborted = |conn: &mut Conn| -> u64 {
+        let rows: Vec<(String, u64)> = conn
+            .query("SHOW GLOBAL STATUS LIKE 'Aborted_clients'")
+            .expect("status");
+        rows[0].1
+    };
+    let before = aborted(&mut conn);
+    let mut sleepy = connect(port, "root", None).expect("a sleepy connection");
+    let sleepy_id = sleepy.connection_id();
+    sleepy
+        .query_drop("SET SESSION wait_timeout = 1")
+        .expect("set");
+    let mut pinger = connect(port, "root", None).expect("a pinging connection");
+    pinger
+        .query_drop("SET SESSION wait_timeout = 2")
+        .expect("set");
+    let start = Instant::now();
+    wait_for(
+        "the idle connection to close",
+        Duration::from_secs(10),
+        || {
+            assert!(pinger.ping().is_ok(), "a connection that pings stays");
+            std::thread::sleep(Duration::from_millis(200));
+            let ids: Vec<u64> = conn
+                .query_map("SHOW PROCESSLIST", |row: mysql::Row| {
+                    row.get::<u64, _>(0).expect("an id")
+                })
+                .expect("processlist");
+            !ids.contains(&u64::from(sleepy_id))
+        },
+    );
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "not before its limit"
+    );
+    assert!(sleepy.ping().is_err(), "the idle connection is closed");
+    assert!(pinger.ping().is_ok(), "the pinging one is not");
+    assert_eq!(aborted(&mut conn), before + 1);
+    conn.query_drop("SET GLOBAL interactive_timeout = 100")
+        .expect("set");
+    let interactive = OptsBuilder::from_opts(opts(port, "root", None))
+        .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_INTERACTIVE);
+    let mut interactive = Conn::new(interactive).expect("an interactive client");
+    let limit: Option<u64> = interactive
+        .query_first("SELECT @@wait_timeout")
+        .expect("read");
+    assert_eq!(limit, Some(100));
+    let limit: Option<u64> = pinger
+        .query_first("SELECT @@GLOBAL.wait_timeout")
+        .expect("read");
+    assert_eq!(limit, Some(28_800), "others keep wait_timeout's");
+    conn.query_drop("SET GLOBAL interactive_timeout = 28800")
+        .expect("set");
 }
 
 /// Connections held open at once by `a_thousand_idle_connections_are_served`

@@ -130,6 +130,9 @@ pub struct Login<'a> {
     /// The client set `CLIENT_FOUND_ROWS`: an UPDATE's affected rows are
     /// the rows it matched, not only those it changed (Django asks so).
     pub found_rows: bool,
+    /// The client set `CLIENT_INTERACTIVE` (the `mysql` CLI): its session's
+    /// `wait_timeout` starts as `interactive_timeout`.
+    pub interactive: bool,
 }
 
 /// One connection's SQL side. Every method answers; none panics on bad
@@ -245,6 +248,10 @@ pub trait Backend {
 
     /// Whether the server or a `KILL` asked this connection to end.
     fn killed(&self) -> bool;
+
+    /// The client sent a command other than a query or a prepared
+    /// statement's (a `COM_PING`, say): the connection is not idle.
+    fn touched(&mut self) {}
 
     /// The client's handshake named this collation id as its character
     /// set (the session's `character_set_client`/`_results` follow it).

@@ -451,6 +451,7 @@ fn serve_pool(
             format!("the SQL node stopped listening: {error}"),
         )
     };
+    engine.start_idle_reaper().map_err(stopped)?;
     if options.thread_handling == ThreadHandling::PoolOfThreads {
         let threads = ThreadPool::start(PoolOptions {
             groups: options.thread_pool_size,

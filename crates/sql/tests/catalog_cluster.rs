@@ -185,6 +185,7 @@ fn login(mut conn: Conn<'_>) -> Conn<'_> {
         host: LOCALHOST,
         database: None,
         found_rows: false,
+        interactive: false,
     };
     conn.logged_in(&login).expect("root@localhost logs in");
     conn

@@ -133,6 +133,7 @@ fn root_in_db(conn: &mut Conn<'_>) {
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         database: Some("db"),
         found_rows: false,
+        interactive: false,
     };
     conn.logged_in(&root).expect("root@localhost logs in");
 }
@@ -438,6 +439,7 @@ fn maintenance_and_server_info(
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         database: Some("db"),
         found_rows: false,
+        interactive: false,
     };
     plain.logged_in(&login).expect("plain logs in");
     let sql = "SELECT GRANTEE, PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES";

@@ -42,9 +42,10 @@ pub mod views;
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use skarv_client::{Cluster, Session};
 use sqlparser::ast::Statement;
@@ -81,6 +82,67 @@ pub struct Engine {
     pub user_locks: Arc<user_locks::UserLocks>,
 }
 
+/// `wait_timeout`'s default, in seconds (MariaDB's and MySQL's).
+pub const WAIT_TIMEOUT_S_DEFAULT: u64 = 28_800;
+/// How often the idle reaper looks for connections idle past their
+/// `wait_timeout`, in ms: a connection closes at most this late.
+pub const IDLE_SWEEP_INTERVAL_MS: u64 = 1_000;
+
+/// A `wait_timeout` value in seconds (its default when unset or bad).
+fn seconds_of(value: Option<&str>) -> u64 {
+    value
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(WAIT_TIMEOUT_S_DEFAULT)
+}
+
+/// The idle reaper (MariaDB's `wait_timeout`): every
+/// [`IDLE_SWEEP_INTERVAL_MS`], each connection that waits for its client's
+/// next command (`Sleep`) since longer than its session's `wait_timeout`
+/// is closed: its socket is shut, as `KILL` does, and the connection ends
+/// as if the client had gone (its open transaction rolled back). A client
+/// that comes back finds the connection lost (2013), as with MariaDB.
+/// Ends when the engine is gone.
+fn reap_idle(engine: std::sync::Weak<Engine>) {
+    loop {
+        thread::sleep(Duration::from_millis(IDLE_SWEEP_INTERVAL_MS));
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        let infos: Vec<Arc<ConnInfo>> = engine
+            .connections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for info in infos {
+            let limit = Duration::from_secs(info.idle_limit_s.load(Ordering::Relaxed));
+            let idle = {
+                let state = info.state.lock().unwrap_or_else(|p| p.into_inner());
+                state.command == "Sleep" && state.since.is_some_and(|s| s.elapsed() >= limit)
+            };
+            if !idle {
+                continue;
+            }
+            let socket = info.socket.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(socket) = socket.as_ref() {
+                if socket.shutdown(std::net::Shutdown::Both).is_ok() {
+                    engine
+                        .status
+                        .aborted_clients
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(
+                        connection = info.id,
+                        host = %info.host,
+                        "closed after {} s idle (wait_timeout)",
+                        limit.as_secs()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// What `SHOW PROCESSLIST` and `KILL` see of a connection.
 #[derive(Debug)]
 pub struct ConnInfo {
@@ -98,6 +160,9 @@ pub struct ConnInfo {
     /// The client's socket (a second handle), which `KILL` shuts so that a
     /// connection waiting for its client's next command ends at once.
     pub socket: Mutex<Option<std::net::TcpStream>>,
+    /// The session's `wait_timeout` in seconds: the idle reaper closes the
+    /// connection once its client has sent nothing for that long.
+    pub idle_limit_s: AtomicU64,
     /// Its status counters (`SHOW GLOBAL STATUS` sums them).
     pub status: status::Published,
 }
@@ -144,6 +209,16 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Starts the idle reaper ([`reap_idle`]): the server does, for the
+    /// connections it serves.
+    pub fn start_idle_reaper(self: &Arc<Engine>) -> io::Result<()> {
+        let engine = Arc::downgrade(self);
+        thread::Builder::new()
+            .name("sql-idle-reaper".into())
+            .spawn(move || reap_idle(engine))
+            .map(|_| ())
+    }
+
     /// A connection's SQL side, over its thread's session.
     pub fn open<'s>(self: &Arc<Engine>, session: &'s Session, host: IpAddr) -> Conn<'s> {
         let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
@@ -158,6 +233,7 @@ impl Engine {
             killed: AtomicBool::new(false),
             query_killed: AtomicBool::new(false),
             socket: Mutex::new(None),
+            idle_limit_s: AtomicU64::new(WAIT_TIMEOUT_S_DEFAULT),
             status: status::Published::default(),
         });
         // One thread per connection: each connection started one.
@@ -171,6 +247,8 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .share();
+        info.idle_limit_s
+            .store(seconds_of(globals.get("wait_timeout")), Ordering::Relaxed);
         let conn_status = status::ConnStatus::new(
             globals.get("long_query_time"),
             globals.get("min_examined_row_limit"),
@@ -925,8 +1003,26 @@ impl<'s> Backend for Conn<'s> {
 
     fn logged_in(&mut self, login: &Login<'_>) -> Result<(), SqlError> {
         users::logged_in(self, login)?;
+        if login.interactive {
+            // An interactive client's session waits as long as
+            // `interactive_timeout` says (MySQL's and MariaDB's rule).
+            let limit = self
+                .session
+                .vars
+                .get("interactive_timeout")
+                .map(str::to_owned);
+            if let Some(limit) = limit {
+                self.session.vars.set("wait_timeout", limit);
+            }
+        }
+        self.info.idle_limit_s.store(
+            seconds_of(self.session.vars.get("wait_timeout")),
+            Ordering::Relaxed,
+        );
         self.found_rows = login.found_rows;
         self.status.logged_in = true;
+        // Idle from now on, until its first command.
+        self.set_command("Sleep", None);
         Ok(())
     }
 
@@ -1048,6 +1144,10 @@ impl<'s> Backend for Conn<'s> {
 
     fn killed(&self) -> bool {
         self.info.killed.load(Ordering::Relaxed)
+    }
+
+    fn touched(&mut self) {
+        self.set_command("Sleep", None);
     }
 
     fn client_collation(&mut self, collation: u8) {

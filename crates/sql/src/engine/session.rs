@@ -2761,6 +2761,11 @@ fn assign(
         conn.session.vars.set("tx_read_only", value);
         return Ok(());
     }
+    if name == "wait_timeout" {
+        // What the idle reaper reads (`engine::reap_idle`).
+        let seconds = value.parse().unwrap_or(super::WAIT_TIMEOUT_S_DEFAULT);
+        conn.info.idle_limit_s.store(seconds, Ordering::Relaxed);
+    }
     conn.session.vars.set(name, value);
     Ok(())
 }

@@ -251,6 +251,9 @@ pub struct Global {
     pub threads_created: AtomicU64,
     /// Connections that never logged in (`Aborted_connects`).
     pub aborted_connects: AtomicU64,
+    /// Connections closed for idling past their `wait_timeout`
+    /// (`Aborted_clients`, where MariaDB counts them among others).
+    pub aborted_clients: AtomicU64,
     /// `log_queries_not_using_indexes`.
     pub log_not_using_indexes: AtomicBool,
     /// The slow query log.
@@ -647,6 +650,14 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
     let node = |name: &str| native_index(name).map_or(0, |i| node_native[i]);
     let mut out: Vec<(String, String)> = Vec::with_capacity(128);
     let mut put = |name: &str, value: String| out.push((name.to_owned(), value));
+    put(
+        "Aborted_clients",
+        engine
+            .status
+            .aborted_clients
+            .load(Ordering::Relaxed)
+            .to_string(),
+    );
     put(
         "Aborted_connects",
         engine

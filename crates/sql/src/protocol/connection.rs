@@ -32,6 +32,7 @@ pub mod caps {
     pub const CONNECT_WITH_DB: u32 = 0x8;
     pub const LOCAL_FILES: u32 = 0x80;
     pub const PROTOCOL_41: u32 = 0x200;
+    pub const INTERACTIVE: u32 = 0x400;
     pub const SSL: u32 = 0x800;
     pub const TRANSACTIONS: u32 = 0x2000;
     pub const SECURE_CONNECTION: u32 = 0x8000;
@@ -74,6 +75,7 @@ pub const SERVER_CAPS: u32 = caps::FOUND_ROWS
     | caps::CONNECT_WITH_DB
     | caps::LOCAL_FILES
     | caps::PROTOCOL_41
+    | caps::INTERACTIVE
     | caps::TRANSACTIONS
     | caps::SECURE_CONNECTION
     | caps::MULTI_STATEMENTS
@@ -431,6 +433,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             host: self.w.peer,
             database: request.database.as_deref(),
             found_rows: self.w.caps & caps::FOUND_ROWS != 0,
+            interactive: self.w.caps & caps::INTERACTIVE != 0,
         };
         if !self.authenticate(&login, request.response, request.plugin)? {
             return Ok(false);
@@ -590,6 +593,13 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             write_err(&mut self.w.io, &malformed())?;
             return Ok(Flow::Continue);
         };
+        if !matches!(
+            command,
+            command::QUERY | command::STMT_EXECUTE | command::STMT_PREPARE
+        ) {
+            // Those mark the connection busy themselves.
+            self.backend.touched();
+        }
         match command {
             command::QUIT => return Ok(Flow::Close),
             command::INIT_DB => self.init_db(payload)?,

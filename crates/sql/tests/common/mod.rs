@@ -33,6 +33,7 @@ pub fn log_in_root(conn: &mut Conn<'_>) {
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         database: None,
         found_rows: false,
+        interactive: false,
     };
     conn.logged_in(&root).expect("root@localhost logs in");
 }
