@@ -219,6 +219,7 @@ fn sql_over_a_sandbox() {
     round_trips(&engine, &mut conn);
     projection(&session, &mut conn);
     prepared_statements(&mut conn);
+    prepared_statement_count(&engine, &mut conn);
     kept_plans(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
@@ -2301,6 +2302,43 @@ fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
     );
     assert_eq!(scans() - before, 1, "one scan request for the IN list");
     ok(conn, "DELETE FROM t WHERE id >= 30 AND id < 90");
+}
+
+/// `max_prepared_stmt_count` bounds the SQL node's prepared statements,
+/// every connection's together (`Prepared_stmt_count`), as MySQL's.
+fn prepared_statement_count(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
+    let count = |conn: &mut Conn<'_>| -> usize {
+        let status = q(conn, "SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'");
+        status[0][1].parse().expect("a count")
+    };
+    let base = count(conn);
+    assert!(base > 0, "this connection holds some");
+    ok(
+        conn,
+        &format!("SET GLOBAL max_prepared_stmt_count = {}", base + 2),
+    );
+    let other_session = engine.cluster.session().expect("session");
+    let mut other = engine.open(&other_session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    root_in_db(&mut other);
+    let first = other.prepare("SELECT 1").expect("one").id;
+    other.prepare("SELECT 2").expect("two");
+    let refused = conn
+        .prepare("SELECT 3")
+        .expect_err("past the server's limit");
+    assert_eq!(refused.code, 1461);
+    assert!(
+        refused
+            .message
+            .contains(&format!("current value: {}", base + 2)),
+        "{refused}"
+    );
+    assert_eq!(count(conn), base + 2, "the refused one is not counted");
+    other.close(first);
+    let third = conn.prepare("SELECT 3").expect("room again").id;
+    conn.close(third);
+    drop(other);
+    assert_eq!(count(conn), base, "a closed connection's statements leave");
+    ok(conn, "SET GLOBAL max_prepared_stmt_count = DEFAULT");
 }
 
 fn prepared_statements(conn: &mut Conn<'_>) {

@@ -80,6 +80,9 @@ pub struct Engine {
     pub status: status::Global,
     /// `GET_LOCK`'s locks, the SQL node's own (as each mysqld's in NDB).
     pub user_locks: Arc<user_locks::UserLocks>,
+    /// Prepared statements held, all connections together
+    /// (`Prepared_stmt_count`; `max_prepared_stmt_count` bounds it).
+    pub prepared_count: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// `wait_timeout`'s default, in seconds (MariaDB's and MySQL's).
@@ -197,6 +200,7 @@ impl Engine {
             started: Instant::now(),
             status: status::Global::default(),
             user_locks: Arc::default(),
+            prepared_count: Arc::default(),
         });
         engine.set_slow_log_file(status::default_slow_log_path(), 3306);
         let session = engine
@@ -260,7 +264,7 @@ impl Engine {
             status: conn_status,
             session: session::SessionState::new(globals),
             tx: txn::TxState::default(),
-            prepared: prepared::Statements::default(),
+            prepared: prepared::Statements::new(Arc::clone(&self.prepared_count)),
             grants: users::Grants::default(),
             temporary: catalog::Temporaries::default(),
             subqueries: exec::subquery::Cache::default(),
@@ -1125,7 +1129,7 @@ impl<'s> Backend for Conn<'s> {
     fn reset(&mut self) {
         txn::rollback_quietly(self);
         catalog::drop_temporaries(self);
-        self.prepared = prepared::Statements::default();
+        self.prepared = prepared::Statements::new(Arc::clone(&self.engine.prepared_count));
         session::reset(self);
     }
 

@@ -4,6 +4,7 @@
 //! (sysbench prepares them).
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use sqlparser::ast::Statement;
@@ -14,9 +15,9 @@ use crate::backend::{Prepared, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
 
-/// Most prepared statements a connection holds (MySQL's
-/// `max_prepared_stmt_count` default bounds the whole server; here each
-/// connection).
+/// Most prepared statements a connection holds, and the default of
+/// `max_prepared_stmt_count`, which bounds the whole SQL node's (MySQL's
+/// default and rule).
 pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 
 /// One prepared statement.
@@ -36,9 +37,12 @@ struct Entry {
 }
 
 /// A connection's prepared statements.
-#[derive(Default)]
 pub struct Statements {
     by_id: foldhash::HashMap<u32, Entry>,
+    /// The SQL node's count of prepared statements, all connections
+    /// together (`Prepared_stmt_count`), which `max_prepared_stmt_count`
+    /// bounds: this connection's are in it while it holds them.
+    count: Arc<AtomicUsize>,
     /// The statements of SQL's `PREPARE name FROM …`, by name (lowercase:
     /// names are not case-sensitive), among `by_id`.
     by_name: foldhash::HashMap<String, u32>,
@@ -49,10 +53,43 @@ pub struct Statements {
 }
 
 impl Statements {
+    /// None yet, counted in the SQL node's `count`.
+    pub fn new(count: Arc<AtomicUsize>) -> Statements {
+        Statements {
+            by_id: foldhash::HashMap::default(),
+            count,
+            by_name: foldhash::HashMap::default(),
+            next_id: 0,
+            running: None,
+        }
+    }
+
     /// Forgets a statement.
     pub fn close(&mut self, id: u32) {
-        self.by_id.remove(&id);
+        self.remove(id);
         self.by_name.retain(|_, named| *named != id);
+    }
+
+    /// Takes one of the SQL node's `max` statements for a new one: 1461
+    /// when all are taken (MySQL's and MariaDB's count is the server's).
+    fn reserve(&self, max: usize) -> SqlResult<()> {
+        if self.count.fetch_add(1, Ordering::Relaxed) >= max {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            return Err(SqlError::new(
+                1461,
+                format!(
+                    "Can't create more than max_prepared_stmt_count statements \
+                     (current value: {max})"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, id: u32) {
+        if self.by_id.remove(&id).is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Whether `id` is prepared.
@@ -69,6 +106,14 @@ impl Statements {
     /// The same, shared.
     pub fn running_shared(&self) -> Option<Arc<[Location]>> {
         self.running.clone()
+    }
+}
+
+impl Drop for Statements {
+    /// A connection's statements leave the SQL node's count with it (or
+    /// with `COM_RESET_CONNECTION`).
+    fn drop(&mut self) {
+        self.count.fetch_sub(self.by_id.len(), Ordering::Relaxed);
     }
 }
 
@@ -172,6 +217,15 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             m
         })
         .collect();
+    let max = conn
+        .engine
+        .globals
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get("max_prepared_stmt_count")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(PREPARED_STATEMENTS_MAX);
+    conn.prepared.reserve(max)?;
     conn.prepared.next_id = conn.prepared.next_id.wrapping_add(1).max(1);
     let id = conn.prepared.next_id;
     // A read that may go in a thread-pool batch: no lock, no INTO.
@@ -181,7 +235,7 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
         }
         Stmt::Extra(_) => false,
     };
-    conn.prepared.by_id.insert(
+    let replaced = conn.prepared.by_id.insert(
         id,
         Entry {
             statement: Arc::new(statement),
@@ -192,6 +246,7 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             may_keep_plan: !sql.contains('@'),
         },
     );
+    debug_assert!(replaced.is_none(), "a new statement id");
     Ok(Prepared {
         id,
         params,
@@ -228,7 +283,7 @@ pub fn prepare_sql(
     };
     let name = name.to_owned();
     if let Some(old) = conn.prepared.by_name.remove(&name) {
-        conn.prepared.by_id.remove(&old);
+        conn.prepared.remove(old);
     }
     let prepared = prepare(conn, &text)?;
     conn.prepared.by_name.insert(name, prepared.id);
@@ -285,7 +340,7 @@ pub fn execute_sql(
 pub fn deallocate_sql(conn: &mut Conn<'_>, name: &str) -> SqlResult<super::Answered> {
     match conn.prepared.by_name.remove(&name.to_ascii_lowercase()) {
         Some(id) => {
-            conn.prepared.by_id.remove(&id);
+            conn.prepared.remove(id);
             Ok(super::Answered::Ok(Default::default()))
         }
         None => Err(SqlError::new(

@@ -699,6 +699,10 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
         "Ndb_scan_count",
         (node("table_scan") + node("range_scan")).to_string(),
     );
+    put(
+        "Prepared_stmt_count",
+        engine.prepared_count.load(Ordering::Relaxed).to_string(),
+    );
     put("Queries", totals.questions.to_string());
     put("Questions", totals.questions.to_string());
     put("Slow_queries", totals.slow_queries.to_string());
