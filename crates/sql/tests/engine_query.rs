@@ -220,6 +220,7 @@ fn sql_over_a_sandbox() {
     projection(&session, &mut conn);
     prepared_statements(&mut conn);
     prepared_statement_count(&engine, &mut conn);
+    columns_as_mysql(&mut conn);
     kept_plans(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
@@ -2302,6 +2303,38 @@ fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
     );
     assert_eq!(scans() - before, 1, "one scan request for the IN list");
     ok(conn, "DELETE FROM t WHERE id >= 30 AND id < 90");
+}
+
+/// `information_schema.COLUMNS` in MySQL 8's forms (the handshake says
+/// 8.0.36): COLUMN_DEFAULT bare, SQL NULL for a NULL or no default; a JSON
+/// column typed `json` without character set or lengths. (The SQL suite's
+/// tests compare with MariaDB's forms with its quotes taken off.)
+fn columns_as_mysql(conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "CREATE TABLE isf (id INT PRIMARY KEY, s VARCHAR(5) DEFAULT 'x''y', \
+         d DATE DEFAULT '2020-01-02', n INT, j JSON)",
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT COLUMN_NAME, COALESCE(COLUMN_DEFAULT, 'sql null'), DATA_TYPE, COLUMN_TYPE, \
+             COALESCE(CHARACTER_SET_NAME, '-'), COALESCE(CHARACTER_MAXIMUM_LENGTH, '-') \
+             FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'db' AND TABLE_NAME = 'isf' \
+             ORDER BY ORDINAL_POSITION"
+        ),
+        rows(&[
+            &["id", "sql null", "int", "int(11)", "-", "-"],
+            &["s", "x'y", "varchar", "varchar(5)", "utf8mb4", "5"],
+            &["d", "2020-01-02", "date", "date", "-", "-"],
+            &["n", "sql null", "int", "int(11)", "-", "-"],
+            &["j", "sql null", "json", "json", "-", "-"],
+        ])
+    );
+    // SHOW COLUMNS keeps MariaDB's LONGTEXT, as SHOW CREATE TABLE does.
+    let shown = q(conn, "SHOW COLUMNS FROM isf LIKE 'j'");
+    assert_eq!(shown[0][1], "longtext");
+    ok(conn, "DROP TABLE isf");
 }
 
 /// `max_prepared_stmt_count` bounds the SQL node's prepared statements,

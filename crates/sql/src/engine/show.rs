@@ -536,19 +536,32 @@ fn default_shown(column: &SqlColumn) -> Option<String> {
     }
 }
 
-/// A default as `information_schema.COLUMNS.COLUMN_DEFAULT` shows it
-/// (MariaDB since 10.2.7): as SHOW CREATE TABLE writes it, strings quoted;
-/// the word `NULL` for a nullable column's NULL default, and SQL NULL for
-/// a column without a default.
+/// A default as `information_schema.COLUMNS.COLUMN_DEFAULT` shows it, in
+/// MySQL 8's form, which clients of a server that says it is MySQL 8
+/// parse (TypeORM's `mysql` driver, Prisma, knex, Django): a literal as
+/// its bare value (`abc`, `1.50`, `b'101'`), an expression as SHOW CREATE
+/// TABLE writes it, SQL NULL for no default or a NULL one. (MariaDB since
+/// 10.2.7 quotes strings and writes the word `NULL`: docs/sql.md,
+/// "information_schema".)
 fn default_literal(column: &SqlColumn) -> Option<String> {
     if column.default_now {
         return Some(now_sql(&column.ty));
     }
-    match &column.default {
-        Some(d) => Some(default_sql(column, d)),
-        None if column.nullable && !column.auto_increment => Some("NULL".to_owned()),
-        None => None,
+    let default = column.default.as_deref()?;
+    if column.default_expr {
+        return Some(default.to_owned());
     }
+    Some(match &column.ty {
+        SqlType::Bit { .. } => default_sql(column, default),
+        _ => default.to_owned(),
+    })
+}
+
+/// Whether `column` is a JSON column (MariaDB's: LONGTEXT with its
+/// implicit `json_valid` check), which `information_schema.COLUMNS`
+/// types as MySQL 8's `json`, as the protocol's column definitions do.
+fn is_json(column: &SqlColumn) -> bool {
+    column.meta.json
 }
 
 /// A default as SHOW CREATE TABLE writes it: numbers bare, BIT as
@@ -1732,7 +1745,9 @@ fn columns(conn: &mut Conn<'_>) -> SqlResult<Rows> {
     for (db, name, info, view) in &of {
         let listed = info.as_ref().map_or(&view[..], |i| &i.columns[..]);
         for (k, c) in listed.iter().enumerate() {
-            let collation = collation_name(&c.ty);
+            // MySQL 8's json: no character set, no lengths.
+            let json = is_json(c);
+            let collation = collation_name(&c.ty).filter(|_| !json);
             let mut row = vec![
                 text(CATALOG),
                 text(db.clone()),
@@ -1741,13 +1756,22 @@ fn columns(conn: &mut Conn<'_>) -> SqlResult<Rows> {
                 SqlValue::UInt(k as u64 + 1),
                 opt_text(default_literal(c)),
                 text(if c.nullable { "YES" } else { "NO" }),
-                text(data_type(c)),
+                text(if json {
+                    "json".to_owned()
+                } else {
+                    data_type(c)
+                }),
             ];
-            row.extend(lengths(c).map(|v| v.map_or(SqlValue::Null, SqlValue::UInt)));
+            let lengths = if json { [None; 5] } else { lengths(c) };
+            row.extend(lengths.map(|v| v.map_or(SqlValue::Null, SqlValue::UInt)));
             row.extend([
                 opt_text(collation.map(|_| "utf8mb4")),
                 opt_text(collation),
-                text(column_type(c)),
+                text(if json {
+                    "json".to_owned()
+                } else {
+                    column_type(c)
+                }),
                 text(info.as_ref().map_or("", |i| column_key(i, c))),
                 text(extra(c)),
                 text("select,insert,update,references"),
