@@ -111,14 +111,7 @@ fn reap_idle(engine: std::sync::Weak<Engine>) {
         let Some(engine) = engine.upgrade() else {
             return;
         };
-        let infos: Vec<Arc<ConnInfo>> = engine
-            .connections
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for info in infos {
+        for info in engine.connection_list() {
             let limit = Duration::from_secs(info.idle_limit_s.load(Ordering::Relaxed));
             let idle = {
                 let state = info.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -127,20 +120,17 @@ fn reap_idle(engine: std::sync::Weak<Engine>) {
             if !idle {
                 continue;
             }
-            let socket = info.socket.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(socket) = socket.as_ref() {
-                if socket.shutdown(std::net::Shutdown::Both).is_ok() {
-                    engine
-                        .status
-                        .aborted_clients
-                        .fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(
-                        connection = info.id,
-                        host = %info.host,
-                        "closed after {} s idle (wait_timeout)",
-                        limit.as_secs()
-                    );
-                }
+            if info.shut_socket() {
+                engine
+                    .status
+                    .aborted_clients
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    connection = info.id,
+                    host = %info.host,
+                    "closed after {} s idle (wait_timeout)",
+                    limit.as_secs()
+                );
             }
         }
     }
@@ -168,6 +158,18 @@ pub struct ConnInfo {
     pub idle_limit_s: AtomicU64,
     /// Its status counters (`SHOW GLOBAL STATUS` sums them).
     pub status: status::Published,
+}
+
+impl ConnInfo {
+    /// Shuts the client's socket, so that a connection waiting for its
+    /// client's next command ends at once (`KILL`, the idle reaper);
+    /// whether there was one to shut.
+    pub fn shut_socket(&self) -> bool {
+        let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
+        socket
+            .as_ref()
+            .is_some_and(|s| s.shutdown(std::net::Shutdown::Both).is_ok())
+    }
 }
 
 /// The changing part of [`ConnInfo`].
@@ -221,6 +223,16 @@ impl Engine {
             .name("sql-idle-reaper".into())
             .spawn(move || reap_idle(engine))
             .map(|_| ())
+    }
+
+    /// The live connections, as they are now.
+    pub fn connection_list(&self) -> Vec<Arc<ConnInfo>> {
+        self.connections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// A connection's SQL side, over its thread's session.

@@ -3004,14 +3004,7 @@ pub fn processlist(
 ) -> (Vec<ColumnMeta>, Vec<Vec<SqlValue>>) {
     let columns = processlist_columns(full, upper);
     let full = full || upper;
-    let mut list: Vec<_> = conn
-        .engine
-        .connections
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .values()
-        .cloned()
-        .collect();
+    let mut list = conn.engine.connection_list();
     list.sort_by_key(|c| c.id);
     let bytes = |s: &str| SqlValue::Bytes(s.as_bytes().to_vec());
     let rows = list
@@ -3076,10 +3069,7 @@ pub fn kill(conn: &mut Conn<'_>, id: u64, query_only: bool) -> SqlResult<Answere
         target.killed.store(true, Ordering::Relaxed);
         target.query_killed.store(true, Ordering::Relaxed);
         // A connection blocked reading its client's next command ends now.
-        let socket = target.socket.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(socket) = socket.as_ref() {
-            let _ = socket.shutdown(std::net::Shutdown::Both);
-        }
+        target.shut_socket();
     }
     Ok(Answered::Ok(OkInfo::default()))
 }
