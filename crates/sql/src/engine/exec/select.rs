@@ -3255,14 +3255,17 @@ fn run_one(
     shape_found(p, found, sorted, ctx)
 }
 
-/// Whether `p` is a locking single-table SELECT with a LIMIT whose rows
-/// left out can be unlocked ([`run_locking_limited`]). The caller checks
-/// that it runs in a transaction (an autocommit statement's locks go at
-/// once anyway) that held no locks before it. Not for a table with
-/// BLOB/TEXT columns: their parts' locks stay.
+/// Whether `p` is a locking single-table SELECT with ORDER BY and LIMIT
+/// whose rows left out can be unlocked ([`run_locking_limited`]). The
+/// caller checks that it runs in a transaction (an autocommit statement's
+/// locks go at once anyway) that held no locks before it. Not for a table
+/// with BLOB/TEXT columns: their parts' locks stay. Not without ORDER BY:
+/// such a SELECT stops reading at its LIMIT, and the rows its scan's last
+/// batches locked beyond it never reach the SQL node to be named.
 fn releases_left_out(p: &Planned) -> bool {
     p.lock.is_some()
         && p.limit.is_some()
+        && !p.order.is_empty()
         && p.join.is_none()
         && p.table.as_ref().is_some_and(|t| !t.native.has_blobs())
         && p.rows.is_none()
@@ -3290,7 +3293,8 @@ fn run_locking_limited(
 ) -> SqlResult<Vec<Vec<Val>>> {
     let table = p.table.as_ref().expect("a single-table SELECT");
     // Every row, not only the first LIMIT of them: those left out must be
-    // known to be unlocked.
+    // known to be unlocked. (A locking scan's rows come unsorted, so the
+    // ORDER BY reads them all anyway: `order_by_index`.)
     let whole = Planned {
         limit: None,
         offset: 0,
