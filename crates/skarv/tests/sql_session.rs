@@ -2,7 +2,8 @@
 //! `mysql` crate): accounts and grants kept in the cluster (an account made
 //! through one SQL node logs in through another), wrong passwords, missing
 //! privileges, system variables and warnings, `KILL` of a connection
-//! that waits for its client, and `wait_timeout` closing an idle one.
+//! that waits for its client, `wait_timeout` closing an idle one, and
+//! workers sharing a job queue by `FOR UPDATE SKIP LOCKED`.
 
 mod common;
 
@@ -878,4 +879,92 @@ fn what_django_relies_on() {
         .exec_first("SELECT j FROM js WHERE id = ?", (1,))
         .expect("execute");
     assert_eq!(j.as_deref(), Some("{\"a\": 1}"));
+}
+
+/// Jobs of the queue `skip_locked_workers_take_each_job_once` makes.
+const QUEUE_JOBS: u32 = 120;
+/// Its workers, each on a connection of its own.
+const QUEUE_WORKERS: u32 = 4;
+
+/// The job queue of `SELECT … ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED`
+/// (Solid Queue's, Django's `select_for_update(skip_locked=True)`) under
+/// real concurrency: workers that each take a few jobs per transaction
+/// and mark them done take every job exactly once, and none of them
+/// waits out a lock (no 1205). Each worker's SELECT unlocks the rows its
+/// LIMIT left out (`select::run_locking_limited`); were a kept row among
+/// the unlocked, two workers would take it.
+#[test]
+fn skip_locked_workers_take_each_job_once() {
+    let sandbox = Sandbox::start_configured("sql-skip-locked", 50_500, 2, &["--sql-nodes", "1"]);
+    let port = sandbox.sql_port();
+    let mut root = connect(port, "root", None).expect("root");
+    root.query_drop("CREATE DATABASE q").expect("database");
+    root.query_drop(
+        "CREATE TABLE q.jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, worker INT)",
+    )
+    .expect("table");
+    let values: Vec<String> = (1..=QUEUE_JOBS)
+        .map(|id| format!("({id}, 'new', NULL)"))
+        .collect();
+    root.query_drop(format!("INSERT INTO q.jobs VALUES {}", values.join(", ")))
+        .expect("jobs");
+    let workers: Vec<_> = (1..=QUEUE_WORKERS)
+        .map(|worker| {
+            std::thread::spawn(move || -> Vec<u32> {
+                let mut conn = connect(port, "root", None).expect("a worker");
+                let mut taken = Vec::new();
+                let start = Instant::now();
+                loop {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(60),
+                        "worker {worker} stuck"
+                    );
+                    conn.query_drop("BEGIN").expect("begin");
+                    let ids: Vec<u32> = conn
+                        .query(
+                            "SELECT id FROM q.jobs WHERE state = 'new' ORDER BY id LIMIT 3 \
+                             FOR UPDATE SKIP LOCKED",
+                        )
+                        .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+                    if ids.is_empty() {
+                        conn.query_drop("COMMIT").expect("commit");
+                        // Empty while others hold the rest, or done.
+                        let left: Option<u64> = conn
+                            .query_first("SELECT COUNT(*) FROM q.jobs WHERE state = 'new'")
+                            .expect("count");
+                        if left == Some(0) {
+                            return taken;
+                        }
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                    let list: Vec<String> = ids.iter().map(u32::to_string).collect();
+                    conn.query_drop(format!(
+                        "UPDATE q.jobs SET state = 'done', worker = {worker} WHERE id IN ({})",
+                        list.join(", ")
+                    ))
+                    .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+                    conn.query_drop("COMMIT").expect("commit");
+                    taken.extend(ids);
+                }
+            })
+        })
+        .collect();
+    let mut by_worker = Vec::new();
+    for w in workers {
+        by_worker.push(w.join().expect("a worker ends without a failure"));
+    }
+    let mut all: Vec<u32> = by_worker.iter().flatten().copied().collect();
+    all.sort_unstable();
+    let expected: Vec<u32> = (1..=QUEUE_JOBS).collect();
+    assert_eq!(all, expected, "every job taken exactly once");
+    // The table agrees with what each worker says it took.
+    for (w, ids) in by_worker.iter().enumerate() {
+        for id in ids {
+            let row: Option<(String, u32)> = root
+                .query_first(format!("SELECT state, worker FROM q.jobs WHERE id = {id}"))
+                .expect("a job");
+            assert_eq!(row, Some(("done".to_owned(), w as u32 + 1)), "job {id}");
+        }
+    }
 }
