@@ -908,6 +908,25 @@ fn skip_locked_workers_take_each_job_once() {
         .collect();
     root.query_drop(format!("INSERT INTO q.jobs VALUES {}", values.join(", ")))
         .expect("jobs");
+    // Without ORDER BY a locking LIMIT stops its scan there, its batches
+    // no larger than the LIMIT: a few rows locked per partition, not the
+    // 256 of a default batch (which would be the whole queue).
+    let mut other = connect(port, "root", None).expect("another");
+    root.query_drop("BEGIN").expect("begin");
+    let took: Vec<u32> = root
+        .query("SELECT id FROM q.jobs WHERE state = 'new' LIMIT 2 FOR UPDATE SKIP LOCKED")
+        .expect("two jobs");
+    assert_eq!(took.len(), 2);
+    other.query_drop("BEGIN").expect("begin");
+    let free: Option<u32> = other
+        .query_first("SELECT COUNT(*) FROM q.jobs FOR UPDATE SKIP LOCKED")
+        .expect("the rest");
+    assert!(
+        free.is_some_and(|n| n >= QUEUE_JOBS / 2),
+        "{free:?} of {QUEUE_JOBS} left to others"
+    );
+    other.query_drop("ROLLBACK").expect("rollback");
+    root.query_drop("ROLLBACK").expect("rollback");
     let workers: Vec<_> = (1..=QUEUE_WORKERS)
         .map(|worker| {
             std::thread::spawn(move || -> Vec<u32> {

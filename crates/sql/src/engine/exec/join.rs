@@ -195,6 +195,7 @@ impl Runner<'_, '_> {
                         ctx,
                         None,
                         None,
+                        0,
                         |row, _key, ctx| {
                             read += 1;
                             combine(spec, step, outer, std::iter::once(&row), ctx, &mut next)?;

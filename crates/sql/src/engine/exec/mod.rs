@@ -572,8 +572,15 @@ pub(crate) fn fetch<'c>(
         out.push((row, key));
         Ok(stop_after.is_none_or(|n| out.len() < n))
     };
+    // A locking read that stops after a few rows asks for batches of that
+    // many: every row a batch brings is locked to the transaction's end,
+    // read or not (the default batch is 256 rows from each partition).
+    let batch_rows = match (lock, stop_after) {
+        (Some(_), Some(n)) => locking_batch_rows(n),
+        _ => 0,
+    };
     fetch_each(
-        tx, table, access, filter, lock, descending, cond, ctx, commit, columns, each,
+        tx, table, access, filter, lock, descending, cond, ctx, commit, columns, batch_rows, each,
     )?;
     Ok(out)
 }
@@ -593,6 +600,7 @@ pub(crate) fn fetch_each<'c>(
     ctx: &mut Ctx<'c>,
     mut commit: Option<&mut bool>,
     columns: Option<&[&str]>,
+    batch_rows: u32,
     mut each: impl FnMut(Vec<Val>, Vec<Value>, &mut Ctx<'c>) -> SqlResult<bool>,
 ) -> SqlResult<()> {
     let native = &table.native;
@@ -690,6 +698,7 @@ pub(crate) fn fetch_each<'c>(
                 // all its transaction does, and the TC ends the
                 // transaction with the scan (no commit round trip).
                 ends_transaction: commit.is_some(),
+                batch_rows,
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.
@@ -754,6 +763,14 @@ pub(crate) fn fetch_each<'c>(
         }
     }
     Ok(())
+}
+
+/// The scan batch of a locking read that needs `rows` rows at most
+/// (0: the default): no more rows locked per partition than it can use.
+pub(crate) fn locking_batch_rows(rows: usize) -> u32 {
+    u32::try_from(rows)
+        .unwrap_or(u32::MAX)
+        .clamp(1, skarv_client::SCAN_BATCH_ROWS_DEFAULT)
 }
 
 /// A statement's row lock (`FOR UPDATE`, `FOR SHARE`, the reads of an

@@ -2513,6 +2513,14 @@ fn stream(
                 ..
             } => {
                 let columns = projection(table, p);
+                // A locking read that stops at its LIMIT locks no more
+                // rows per partition than it needs (`fetch`'s rule).
+                let batch_rows = match p.limit {
+                    Some(_) if p.lock.is_some() && !unordered => {
+                        super::locking_batch_rows(stop_after)
+                    }
+                    _ => 0,
+                };
                 fetch_each(
                     &tx,
                     table,
@@ -2524,6 +2532,7 @@ fn stream(
                     &mut ctx,
                     autocommit_read.then_some(&mut committed),
                     columns.as_deref(),
+                    batch_rows,
                     |row, _key, ctx| each(row, ctx),
                 )?;
             }
