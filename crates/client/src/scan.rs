@@ -277,6 +277,9 @@ impl<'s> Transaction<'s> {
             partitions,
         };
         spec.check(def)?;
+        if lock != LockMode::Committed {
+            self.note_locking_scan();
+        }
         let columns: Arc<[usize]> = if stats_scan {
             (0..proto::scan::STATS_ROW_COLUMNS).collect()
         } else if projection.is_empty() {

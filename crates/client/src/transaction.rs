@@ -611,6 +611,9 @@ pub(crate) struct TxInner {
     release_scan: Option<u32>,
     /// Before-images of its writes, once asked for (`crate::journal`).
     pub(crate) journal: Option<Box<Journal>>,
+    /// An operation or scan that locks rows (anything but a committed
+    /// read) was defined: the transaction may hold row locks.
+    locked: bool,
 }
 
 /// What [`TxInner::set_aside`] took.
@@ -732,8 +735,10 @@ impl TxInner {
             failure: _,
             release_scan,
             journal,
+            locked,
         } = old;
         *journal = None;
+        *locked = false;
         (*old_tx_id, *old_link, *started, *state) = (tx_id, link, false, TxState::Open);
         (*batch, *next_scan_id, *release_scan) = (0, 0, None);
         boxed
@@ -777,6 +782,7 @@ impl TxInner {
             failure: None,
             release_scan: None,
             journal: None,
+            locked: false,
         }))
     }
 
@@ -969,6 +975,7 @@ impl<'s> Transaction<'s> {
         } else {
             None
         };
+        inner.locked |= header.lock != LockMode::Committed;
         let start = inner.ops.len();
         let mut fit = IntegerFit::new(table, &header, &key, columns.is_some());
         let encoded = {
@@ -1449,6 +1456,20 @@ impl<'s> Transaction<'s> {
             inner.release_scan = Some(scan_id);
         }
         Ok((inner.tx_id, inner.link, scan_id, starts, release))
+    }
+
+    /// A scan that locks rows was started.
+    pub(crate) fn note_locking_scan(&self) {
+        self.inner().borrow_mut().locked = true;
+    }
+
+    /// Whether the transaction may hold row locks: an operation or scan
+    /// that locks (a locking read, a write, a read of BLOB/TEXT columns)
+    /// was defined in it. False: it holds none, so nothing it reads from
+    /// now on was locked before (what the SQL node's unlock of a LIMIT's
+    /// left-out rows relies on).
+    pub fn may_hold_locks(&self) -> bool {
+        self.inner().borrow().locked
     }
 
     /// The scan that could end the transaction is over: `released` when

@@ -939,12 +939,16 @@ fn skip_locked_workers_take_each_job_once() {
                         "worker {worker} stuck"
                     );
                     conn.query_drop("BEGIN").expect("begin");
-                    let ids: Vec<u32> = conn
-                        .query(
-                            "SELECT id FROM q.jobs WHERE state = 'new' ORDER BY id LIMIT 3 \
-                             FOR UPDATE SKIP LOCKED",
-                        )
-                        .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+                    // A prepared statement on half the workers (the
+                    // binary protocol's path), text on the others.
+                    let take = "SELECT id FROM q.jobs WHERE state = 'new' ORDER BY id LIMIT 3 \
+                                FOR UPDATE SKIP LOCKED";
+                    let ids: Vec<u32> = if worker % 2 == 0 {
+                        conn.exec(take, ())
+                    } else {
+                        conn.query(take)
+                    }
+                    .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
                     if ids.is_empty() {
                         conn.query_drop("COMMIT").expect("commit");
                         // Empty while others hold the rest, or done.

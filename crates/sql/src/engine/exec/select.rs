@@ -2965,11 +2965,11 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
                 arms.push(arm_rows);
             }
         } else if needs_tx {
-            // Left-out rows are unlocked only where the statement is the
-            // transaction's first to reach the data nodes: no lock an
-            // earlier statement took can be among them.
-            let unlocks = planned.len() == 1 && txn::in_transaction(conn) && conn.tx.tx.is_none();
             let tx = txn::take(conn)?;
+            // Left-out rows are unlocked only where the transaction held
+            // no lock before the statement: none an earlier statement (or
+            // an earlier read of BLOB/TEXT) took can be among them.
+            let unlocks = planned.len() == 1 && txn::in_transaction(conn) && !tx.may_hold_locks();
             let autocommit_read =
                 planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
             let mut committed = false;
