@@ -801,22 +801,13 @@ fn locking_reads_that_must_not_wait() {
     // (and the one 0x52 holds now is its own); NOWAIT fails.
     let scan = |c: &mut Cluster, tx: u64, lock_wait: LockWait| -> Result<Vec<i64>, u32> {
         let spec = ScanSpec {
-            table_id: table.id,
-            table_version: table.version,
-            index_id: NO_INDEX,
-            lower: None,
-            upper: None,
-            more_ranges: Vec::new(),
-            descending: false,
             lock: LockMode::Exclusive,
             lock_wait,
             partition: 0,
             batch_rows: 4,
             projection: vec![0],
-            filter: None,
             key_info: true,
-            stats: false,
-            partitions: Vec::new(),
+            ..full_scan_spec(&table)
         };
         c.send(
             ldm(node(2)),

@@ -92,7 +92,7 @@ pub const WAIT_TIMEOUT_S_DEFAULT: u64 = 28_800;
 pub const IDLE_SWEEP_INTERVAL_MS: u64 = 1_000;
 
 /// A `wait_timeout` value in seconds (its default when unset or bad).
-fn seconds_of(value: Option<&str>) -> u64 {
+pub(crate) fn seconds_of(value: Option<&str>) -> u64 {
     value
         .and_then(|v| v.parse().ok())
         .unwrap_or(WAIT_TIMEOUT_S_DEFAULT)

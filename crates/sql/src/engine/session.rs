@@ -2763,7 +2763,7 @@ fn assign(
     }
     if name == "wait_timeout" {
         // What the idle reaper reads (`engine::reap_idle`).
-        let seconds = value.parse().unwrap_or(super::WAIT_TIMEOUT_S_DEFAULT);
+        let seconds = super::seconds_of(Some(&value));
         conn.info.idle_limit_s.store(seconds, Ordering::Relaxed);
     }
     conn.session.vars.set(name, value);

@@ -557,13 +557,6 @@ fn default_literal(column: &SqlColumn) -> Option<String> {
     })
 }
 
-/// Whether `column` is a JSON column (MariaDB's: LONGTEXT with its
-/// implicit `json_valid` check), which `information_schema.COLUMNS`
-/// types as MySQL 8's `json`, as the protocol's column definitions do.
-fn is_json(column: &SqlColumn) -> bool {
-    column.meta.json
-}
-
 /// A default as SHOW CREATE TABLE writes it: numbers bare, BIT as
 /// `b'…'`, the rest quoted (MariaDB's spelling).
 fn default_sql(column: &SqlColumn, default: &str) -> String {
@@ -1745,8 +1738,10 @@ fn columns(conn: &mut Conn<'_>) -> SqlResult<Rows> {
     for (db, name, info, view) in &of {
         let listed = info.as_ref().map_or(&view[..], |i| &i.columns[..]);
         for (k, c) in listed.iter().enumerate() {
-            // MySQL 8's json: no character set, no lengths.
-            let json = is_json(c);
+            // A JSON column (MariaDB's LONGTEXT with its `json_valid`
+            // check) as MySQL 8's json, as the protocol describes it: no
+            // character set, no lengths.
+            let json = c.meta.json;
             let collation = collation_name(&c.ty).filter(|_| !json);
             let mut row = vec![
                 text(CATALOG),
