@@ -881,36 +881,42 @@ fn what_django_relies_on() {
     assert_eq!(j.as_deref(), Some("{\"a\": 1}"));
 }
 
-/// Jobs of the queue `skip_locked_workers_take_each_job_once` makes.
+/// Jobs of the queue `queue_workers_take_each_job_once` makes.
 const QUEUE_JOBS: u32 = 120;
 /// Its workers, each on a connection of its own.
 const QUEUE_WORKERS: u32 = 4;
 
-/// The job queue of `SELECT … ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED`
-/// (Solid Queue's, Django's `select_for_update(skip_locked=True)`) under
-/// real concurrency: workers that each take a few jobs per transaction
-/// and mark them done take every job exactly once, and none of them
-/// waits out a lock (no 1205). Each worker's SELECT unlocks the rows its
-/// LIMIT left out (`select::run_locking_limited`); were a kept row among
-/// the unlocked, two workers would take it.
+/// How a queue worker takes jobs: the ids it took in one go (empty when
+/// it found none free), marked done with its number in the table.
+type TakeJobs = fn(&mut Conn, u32) -> Vec<u32>;
+
+/// The job queues of `… ORDER BY id LIMIT n FOR UPDATE SKIP LOCKED`
+/// (Solid Queue's, Django's `select_for_update(skip_locked=True)`), of a
+/// waiting `… ORDER BY id LIMIT 1 FOR UPDATE`, and of delayed_job's
+/// `UPDATE … WHERE worker IS NULL ORDER BY id LIMIT 1` under real
+/// concurrency: the workers take every job exactly once, and none of
+/// them waits out a lock (no 1205). Their statements claim rows in order
+/// (`exec::claim`); a locking scan in their place locks the whole queue in
+/// every partition at once, and two workers deadlock (1205 after
+/// TransactionDeadlockDetectionTimeout, over and over).
 #[test]
-fn skip_locked_workers_take_each_job_once() {
+fn queue_workers_take_each_job_once() {
     let sandbox = Sandbox::start_configured("sql-skip-locked", 50_500, 2, &["--sql-nodes", "1"]);
     let port = sandbox.sql_port();
     let mut root = connect(port, "root", None).expect("root");
     root.query_drop("CREATE DATABASE q").expect("database");
     root.query_drop(
-        "CREATE TABLE q.jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, worker INT)",
+        "CREATE TABLE q.jobs (id INT PRIMARY KEY, state VARCHAR(8) NOT NULL, worker INT, \
+         args TEXT)",
     )
     .expect("table");
     let values: Vec<String> = (1..=QUEUE_JOBS)
-        .map(|id| format!("({id}, 'new', NULL)"))
+        .map(|id| format!("({id}, 'new', NULL, 'job {id}')"))
         .collect();
     root.query_drop(format!("INSERT INTO q.jobs VALUES {}", values.join(", ")))
         .expect("jobs");
-    // Without ORDER BY a locking LIMIT stops its scan there, its batches
-    // no larger than the LIMIT: a few rows locked per partition, not the
-    // 256 of a default batch (which would be the whole queue).
+    // A locking LIMIT without ORDER BY locks the rows it takes, not the
+    // rest of the queue (nor a batch of 256 from each partition).
     let mut other = connect(port, "root", None).expect("another");
     root.query_drop("BEGIN").expect("begin");
     let took: Vec<u32> = root
@@ -921,12 +927,94 @@ fn skip_locked_workers_take_each_job_once() {
     let free: Option<u32> = other
         .query_first("SELECT COUNT(*) FROM q.jobs FOR UPDATE SKIP LOCKED")
         .expect("the rest");
-    assert!(
-        free.is_some_and(|n| n >= QUEUE_JOBS / 2),
-        "{free:?} of {QUEUE_JOBS} left to others"
-    );
+    assert_eq!(free, Some(QUEUE_JOBS - 2), "jobs left to others");
     other.query_drop("ROLLBACK").expect("rollback");
     root.query_drop("ROLLBACK").expect("rollback");
+
+    let skipping: TakeJobs = |conn, worker| {
+        conn.query_drop("BEGIN").expect("begin");
+        // A prepared statement on half the workers (the binary
+        // protocol's path), text on the others.
+        let take = "SELECT id FROM q.jobs WHERE state = 'new' ORDER BY id LIMIT 3 \
+                    FOR UPDATE SKIP LOCKED";
+        let ids: Vec<u32> = if worker % 2 == 0 {
+            conn.exec(take, ())
+        } else {
+            conn.query(take)
+        }
+        .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+        mark_done(conn, worker, &ids);
+        ids
+    };
+    let waiting: TakeJobs = |conn, worker| {
+        conn.query_drop("BEGIN").expect("begin");
+        let ids: Vec<u32> = conn
+            .query("SELECT id FROM q.jobs WHERE state = 'new' ORDER BY id LIMIT 1 FOR UPDATE")
+            .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+        mark_done(conn, worker, &ids);
+        ids
+    };
+    let updating: TakeJobs = |conn, worker| {
+        conn.query_drop(format!(
+            "UPDATE q.jobs SET state = 'done', worker = {worker} \
+             WHERE state = 'new' ORDER BY id LIMIT 1"
+        ))
+        .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+        if conn.affected_rows() == 0 {
+            return Vec::new();
+        }
+        // The job this worker just took: its highest done one.
+        let id: Option<u32> = conn
+            .query_first(format!(
+                "SELECT MAX(id) FROM q.jobs WHERE state = 'done' AND worker = {worker}"
+            ))
+            .expect("the job taken");
+        id.into_iter().collect()
+    };
+    for (name, take) in [
+        ("skip locked", skipping),
+        ("waiting", waiting),
+        ("updating", updating),
+    ] {
+        root.query_drop("UPDATE q.jobs SET state = 'new', worker = NULL")
+            .expect("the queue again");
+        let by_worker = run_queue(port, take);
+        let mut all: Vec<u32> = by_worker.iter().flatten().copied().collect();
+        all.sort_unstable();
+        let expected: Vec<u32> = (1..=QUEUE_JOBS).collect();
+        assert_eq!(all, expected, "{name}: every job taken exactly once");
+        // The table agrees with what each worker says it took.
+        for (w, ids) in by_worker.iter().enumerate() {
+            for id in ids {
+                let row: Option<(String, u32)> = root
+                    .query_first(format!("SELECT state, worker FROM q.jobs WHERE id = {id}"))
+                    .expect("a job");
+                assert_eq!(
+                    row,
+                    Some(("done".to_owned(), w as u32 + 1)),
+                    "{name}: job {id}"
+                );
+            }
+        }
+    }
+}
+
+/// Marks jobs `ids` done by `worker` and commits.
+fn mark_done(conn: &mut Conn, worker: u32, ids: &[u32]) {
+    if !ids.is_empty() {
+        let list: Vec<String> = ids.iter().map(u32::to_string).collect();
+        conn.query_drop(format!(
+            "UPDATE q.jobs SET state = 'done', worker = {worker} WHERE id IN ({})",
+            list.join(", ")
+        ))
+        .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+    }
+    conn.query_drop("COMMIT").expect("commit");
+}
+
+/// Runs `QUEUE_WORKERS` workers taking jobs with `take` until none is
+/// left; each worker's jobs.
+fn run_queue(port: u16, take: TakeJobs) -> Vec<Vec<u32>> {
     let workers: Vec<_> = (1..=QUEUE_WORKERS)
         .map(|worker| {
             std::thread::spawn(move || -> Vec<u32> {
@@ -938,19 +1026,8 @@ fn skip_locked_workers_take_each_job_once() {
                         start.elapsed() < Duration::from_secs(60),
                         "worker {worker} stuck"
                     );
-                    conn.query_drop("BEGIN").expect("begin");
-                    // A prepared statement on half the workers (the
-                    // binary protocol's path), text on the others.
-                    let take = "SELECT id FROM q.jobs WHERE state = 'new' ORDER BY id LIMIT 3 \
-                                FOR UPDATE SKIP LOCKED";
-                    let ids: Vec<u32> = if worker % 2 == 0 {
-                        conn.exec(take, ())
-                    } else {
-                        conn.query(take)
-                    }
-                    .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
+                    let ids = take(&mut conn, worker);
                     if ids.is_empty() {
-                        conn.query_drop("COMMIT").expect("commit");
                         // Empty while others hold the rest, or done.
                         let left: Option<u64> = conn
                             .query_first("SELECT COUNT(*) FROM q.jobs WHERE state = 'new'")
@@ -961,33 +1038,13 @@ fn skip_locked_workers_take_each_job_once() {
                         std::thread::sleep(Duration::from_millis(5));
                         continue;
                     }
-                    let list: Vec<String> = ids.iter().map(u32::to_string).collect();
-                    conn.query_drop(format!(
-                        "UPDATE q.jobs SET state = 'done', worker = {worker} WHERE id IN ({})",
-                        list.join(", ")
-                    ))
-                    .unwrap_or_else(|e| panic!("worker {worker}: {e}"));
-                    conn.query_drop("COMMIT").expect("commit");
                     taken.extend(ids);
                 }
             })
         })
         .collect();
-    let mut by_worker = Vec::new();
-    for w in workers {
-        by_worker.push(w.join().expect("a worker ends without a failure"));
-    }
-    let mut all: Vec<u32> = by_worker.iter().flatten().copied().collect();
-    all.sort_unstable();
-    let expected: Vec<u32> = (1..=QUEUE_JOBS).collect();
-    assert_eq!(all, expected, "every job taken exactly once");
-    // The table agrees with what each worker says it took.
-    for (w, ids) in by_worker.iter().enumerate() {
-        for id in ids {
-            let row: Option<(String, u32)> = root
-                .query_first(format!("SELECT state, worker FROM q.jobs WHERE id = {id}"))
-                .expect("a job");
-            assert_eq!(row, Some(("done".to_owned(), w as u32 + 1)), "job {id}");
-        }
-    }
+    workers
+        .into_iter()
+        .map(|w| w.join().expect("a worker ends without a failure"))
+        .collect()
 }

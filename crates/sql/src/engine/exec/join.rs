@@ -196,6 +196,7 @@ impl Runner<'_, '_> {
                         None,
                         None,
                         0,
+                        false,
                         |row, _key, ctx| {
                             read += 1;
                             combine(spec, step, outer, std::iter::once(&row), ctx, &mut next)?;

@@ -1,5 +1,6 @@
 //! The executors: queries and writes run with the native API.
 
+mod claim;
 pub mod convert;
 pub(crate) mod correlated;
 pub mod cte;
@@ -509,6 +510,43 @@ pub(crate) fn sql_row_owned(
     })
 }
 
+/// The native names of the columns of `table` that `exprs` name, with
+/// the primary key's (what a read of only those must ask for), or None
+/// when they name every column.
+pub(crate) fn columns_named<'t, 'e>(
+    table: &'t TableInfo,
+    exprs: impl IntoIterator<Item = &'e Expr>,
+) -> Option<Vec<&'t str>> {
+    let mut used = vec![false; table.columns.len()];
+    let mut columns = Vec::new();
+    for e in exprs {
+        columns.clear();
+        crate::engine::plan::join::columns(e, &mut columns);
+        for &at in &columns {
+            // A position outside the table's columns: read them all.
+            *used.get_mut(at)? = true;
+        }
+    }
+    if used.iter().all(|u| *u) {
+        return None;
+    }
+    let def = table.native.def();
+    let mut names: Vec<&str> = table
+        .columns
+        .iter()
+        .zip(&used)
+        .filter(|(_, used)| **used)
+        .filter_map(|(c, _)| def.columns.get(c.native).map(|n| n.name.as_str()))
+        .collect();
+    for &k in &def.primary_key {
+        let name = def.columns.get(k)?.name.as_str();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Some(names)
+}
+
 /// A table row as SQL values, from a native row of all columns.
 pub(crate) fn sql_row(
     table: &TableInfo,
@@ -580,7 +618,37 @@ pub(crate) fn fetch<'c>(
         _ => 0,
     };
     fetch_each(
-        tx, table, access, filter, lock, descending, cond, ctx, commit, columns, batch_rows, each,
+        tx, table, access, filter, lock, descending, cond, ctx, commit, columns, batch_rows, false,
+        each,
+    )?;
+    Ok(out)
+}
+
+/// [`fetch`]'s rows read without a lock, each with its primary key (which
+/// a committed scan's rows otherwise go without): a claim's candidates.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fetch_keyed(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &Access,
+    filter: Option<Filter>,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    stop_after: Option<usize>,
+    columns: Option<&[&str]>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+    let mut out = Vec::new();
+    let each = |row: Vec<Val>, key: Vec<Value>, _: &mut Ctx<'_>| -> SqlResult<bool> {
+        if out.len() >= FETCH_ROWS_MAX {
+            return Err(SqlError::unsupported(format_args!(
+                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
+            )));
+        }
+        out.push((row, key));
+        Ok(stop_after.is_none_or(|n| out.len() < n))
+    };
+    fetch_each(
+        tx, table, access, filter, None, false, cond, ctx, None, columns, 0, true, each,
     )?;
     Ok(out)
 }
@@ -601,6 +669,7 @@ pub(crate) fn fetch_each<'c>(
     mut commit: Option<&mut bool>,
     columns: Option<&[&str]>,
     batch_rows: u32,
+    keyed: bool,
     mut each: impl FnMut(Vec<Val>, Vec<Value>, &mut Ctx<'c>) -> SqlResult<bool>,
 ) -> SqlResult<()> {
     let native = &table.native;
@@ -748,13 +817,15 @@ pub(crate) fn fetch_each<'c>(
                             continue;
                         }
                     }
-                    let values = r.take_values();
-                    let row = sql_row_owned(table, values, r.columns(), ctx.env.tz_secs);
                     let key = if lock.is_some() {
                         r.key().to_vec()
+                    } else if keyed {
+                        primary_key_of(table, r.values(), r.columns())
                     } else {
                         Vec::new()
                     };
+                    let values = r.take_values();
+                    let row = sql_row_owned(table, values, r.columns(), ctx.env.tz_secs);
                     if !keep(row, key, ctx)? {
                         break 'ranges;
                     }

@@ -2306,8 +2306,8 @@ fn streams(plans: &Plans) -> bool {
         && p.items.len() == plans.metas.len()
         && !per_row(p)
         && !assigns_user_vars(p)
-        // Its left-out rows are unlocked once all are known.
-        && !releases_left_out(p)
+        // Its rows are claimed once all candidates are known.
+        && !claims_in_order(p)
 }
 
 /// Whether the query assigns user variables (`@n := @n + 1`): its rows
@@ -2533,6 +2533,7 @@ fn stream(
                     autocommit_read.then_some(&mut committed),
                     columns.as_deref(),
                     batch_rows,
+                    false,
                     |row, _key, ctx| each(row, ctx),
                 )?;
             }
@@ -2966,10 +2967,10 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
             }
         } else if needs_tx {
             let tx = txn::take(conn)?;
-            // Left-out rows are unlocked only where the transaction held
-            // no lock before the statement: none an earlier statement (or
-            // an earlier read of BLOB/TEXT) took can be among them.
-            let unlocks = planned.len() == 1 && txn::in_transaction(conn) && !tx.may_hold_locks();
+            // Rows are claimed only where the transaction wrote nothing
+            // yet: its own writes are not among a committed read's
+            // candidates.
+            let claims = planned.len() == 1 && !tx.may_hold_locks();
             let autocommit_read =
                 planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
             let mut committed = false;
@@ -2977,8 +2978,8 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
                 let mut all = Vec::with_capacity(planned.len());
                 for (arm, p) in planned.iter().enumerate() {
                     let commit = autocommit_read.then_some(&mut committed);
-                    let mut arm_rows = if unlocks && releases_left_out(p) {
-                        run_locking_limited(&tx, p, &mut ctx)?
+                    let mut arm_rows = if claims && claims_in_order(p) {
+                        run_claimed(&tx, p, &mut ctx)?
                     } else {
                         run_one(&tx, p, &mut ctx, commit)?
                     };
@@ -3208,8 +3209,6 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
         // What the LATERAL tables name of the row: read it all.
         return None;
     }
-    let mut used = vec![false; table.columns.len()];
-    let mut columns = Vec::new();
     let exprs = p
         .items
         .iter()
@@ -3226,32 +3225,7 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
                 .filter_map(|a| a.concat.as_deref())
                 .flat_map(|gc| gc.args.iter().chain(gc.order.iter().map(|(e, _)| e))),
         );
-    for e in exprs {
-        columns.clear();
-        crate::engine::plan::join::columns(e, &mut columns);
-        for &at in &columns {
-            // A position outside the table's columns: read them all.
-            *used.get_mut(at)? = true;
-        }
-    }
-    if used.iter().all(|u| *u) {
-        return None;
-    }
-    let def = table.native.def();
-    let mut names: Vec<&str> = table
-        .columns
-        .iter()
-        .zip(&used)
-        .filter(|(_, used)| **used)
-        .filter_map(|(c, _)| def.columns.get(c.native).map(|n| n.name.as_str()))
-        .collect();
-    for &k in &def.primary_key {
-        let name = def.columns.get(k)?.name.as_str();
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    Some(names)
+    super::columns_named(table, exprs)
 }
 
 fn run_one(
@@ -3264,19 +3238,13 @@ fn run_one(
     shape_found(p, found, sorted, ctx)
 }
 
-/// Whether `p` is a locking single-table SELECT with ORDER BY and LIMIT
-/// whose rows left out can be unlocked ([`run_locking_limited`]). The
-/// caller checks that it runs in a transaction (an autocommit statement's
-/// locks go at once anyway) that held no locks before it. Not for a table
-/// with BLOB/TEXT columns: their parts' locks stay. Not without ORDER BY:
-/// such a SELECT stops reading at its LIMIT, and the rows its scan's last
-/// batches locked beyond it never reach the SQL node to be named.
-fn releases_left_out(p: &Planned) -> bool {
+/// Whether `p` is a locking single-table SELECT with a LIMIT whose rows
+/// can be claimed in its order ([`run_claimed`]).
+fn claims_in_order(p: &Planned) -> bool {
     p.lock.is_some()
         && p.limit.is_some()
-        && !p.order.is_empty()
         && p.join.is_none()
-        && p.table.as_ref().is_some_and(|t| !t.native.has_blobs())
+        && p.table.is_some()
         && p.rows.is_none()
         && p.group.is_empty()
         && p.aggs.is_empty()
@@ -3287,71 +3255,111 @@ fn releases_left_out(p: &Planned) -> bool {
         && p.laterals.is_empty()
 }
 
-/// A locking SELECT with a LIMIT (`… ORDER BY id LIMIT 2 FOR UPDATE SKIP
-/// LOCKED`, the job queue's): the data nodes lock every row that passes
-/// the pushed condition, in no order and all partitions at once, where
-/// InnoDB reads in index order and stops at the limit. So the rows the
-/// ORDER BY and LIMIT leave out are unlocked again (one batch of unlock
-/// operations), as if never locked: another worker's `SKIP LOCKED` finds
-/// them, and a plain `FOR UPDATE` does not wait for them to the
-/// transaction's end.
-fn run_locking_limited(
+/// A locking SELECT with a LIMIT (`… ORDER BY id LIMIT 1 FOR UPDATE
+/// [SKIP LOCKED]`, the job queue's): a locking scan would lock every row
+/// the condition passes, in every partition at once and in no order — a
+/// deadlock between two workers, and all the queue locked for one. So
+/// its candidates are read without locks and the first LIMIT of them (in
+/// ORDER BY's order, ties by primary key) locked by key (`claim`), as
+/// InnoDB locks in index order and stops at the LIMIT. A read by key, or
+/// a LIMIT past `CLAIM_ROWS_MAX`, locks as any locking read.
+fn run_claimed(
     tx: &skarv_client::Transaction<'_>,
     p: &Planned,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<Vec<Val>>> {
     let table = p.table.as_ref().expect("a single-table SELECT");
-    // Every row, not only the first LIMIT of them: those left out must be
-    // known to be unlocked. (A locking scan's rows come unsorted, so the
-    // ORDER BY reads them all anyway: `order_by_index`.)
-    let whole = Planned {
-        limit: None,
-        offset: 0,
-        ..clone_planned(p)
-    };
-    let (found, sorted) = found_of(tx, &whole, ctx, None, None)?;
-    // Each row tagged with its place, a last column the items end with.
-    let width = found.first().map_or(0, |(row, _)| row.len());
-    let mut keys = Vec::with_capacity(found.len());
-    let tagged: Found = found
+    let lock = p.lock.expect("a locking SELECT");
+    let warned = ctx.warnings.len();
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
+    let (access, filter) = single_access(table, p, cond.as_deref(), ctx)?;
+    let want = p
+        .limit
+        .and_then(|l| usize::try_from(l.saturating_add(p.offset)).ok())
+        .filter(|n| *n <= super::claim::CLAIM_ROWS_MAX);
+    let named = cond
+        .as_deref()
         .into_iter()
-        .enumerate()
-        .map(|(at, (mut row, key))| {
-            debug_assert_eq!(row.len(), width, "rows of one table");
-            row.push(Val::Int(at as i64));
-            keys.push(key);
-            (row, Vec::new())
-        })
-        .collect();
-    let mut items = p.items.clone();
-    items.push(Expr::Col(width));
-    let tagging = Planned {
-        items,
-        ..clone_planned(p)
+        .chain(p.order.iter().map(|(e, _)| e));
+    let columns = super::columns_named(table, named);
+    let claimable =
+        super::claim::can_claim(table, columns.as_deref()) && super::claim::steady(cond.as_deref());
+    let (Some(want), Access::Range { .. } | Access::Scan, true) = (want, &access, claimable) else {
+        // Planned again by `run_one`, its warnings with it.
+        ctx.warnings.truncate(warned);
+        return run_one(tx, p, ctx, None);
     };
-    let mut out = shape_found(&tagging, tagged, sorted, ctx)?;
-    let mut kept = vec![false; keys.len()];
-    for row in &mut out {
-        match row.pop() {
-            Some(Val::Int(at)) => kept[at as usize] = true,
-            other => unreachable!("the tag column, not {other:?}"),
-        }
-    }
-    let left_out: Vec<&Vec<schema::Value>> = keys
-        .iter()
-        .zip(&kept)
-        .filter(|(_, kept)| !**kept)
-        .map(|(key, _)| key)
-        .collect();
-    for chunk in left_out.chunks(super::OPS_PER_EXECUTE_MAX) {
-        for key in chunk {
-            tx.define(skarv_client::Op::unlock(&table.native, key))
-                .map_err(|e| txn::native_error_in(&e, &table.name))?;
-        }
-        tx.execute(skarv_client::ExecMode::NoCommit)
-            .map_err(|e| txn::native_error_in(&e, &table.name))?;
-    }
-    Ok(out)
+    let read = projection(table, p);
+    let c = super::claim::Claim {
+        table,
+        lock,
+        cond: cond.as_deref(),
+        may_unlock: super::claim::may_unlock(tx, table),
+        columns: read.as_deref(),
+    };
+    let columns = columns.as_deref();
+    let claimed = if p.order.is_empty() {
+        super::claim::claim_unordered(tx, &c, want, ctx, |stop, ctx| {
+            let found = super::fetch_keyed(
+                tx,
+                table,
+                &access,
+                filter.clone(),
+                cond.as_deref(),
+                ctx,
+                Some(stop),
+                columns,
+            )?;
+            Ok(found.into_iter().map(|(_, key)| key).collect())
+        })?
+    } else {
+        let mut found = super::fetch_keyed(
+            tx,
+            table,
+            &access,
+            filter,
+            cond.as_deref(),
+            ctx,
+            None,
+            columns,
+        )?;
+        // Ties in primary-key order (the sort below is stable).
+        let def = table.native.def();
+        found.sort_by_cached_key(|(_, key)| super::write::key_bytes(def, key));
+        // Each candidate tagged with its place, the one item sorted.
+        let width = table.columns.len();
+        let mut keys = Vec::with_capacity(found.len());
+        let tagged: Found = found
+            .into_iter()
+            .enumerate()
+            .map(|(at, (mut row, key))| {
+                debug_assert_eq!(row.len(), width, "rows of one table");
+                row.push(Val::Int(at as i64));
+                keys.push(key);
+                (row, Vec::new())
+            })
+            .collect();
+        let tagging = Planned {
+            items: vec![Expr::Col(width)],
+            limit: None,
+            offset: 0,
+            ..clone_planned(p)
+        };
+        // The order's warnings are the claimed rows' (below), not every
+        // candidate's.
+        let warned = ctx.warnings.len();
+        let ordered = shape_found(&tagging, tagged, false, ctx)?;
+        ctx.warnings.truncate(warned);
+        let in_order: Vec<Vec<schema::Value>> = ordered
+            .into_iter()
+            .map(|row| match row.first() {
+                Some(Val::Int(at)) => std::mem::take(&mut keys[*at as usize]),
+                other => unreachable!("the tag column, not {other:?}"),
+            })
+            .collect();
+        super::claim::claim(tx, &c, &in_order, want, ctx)?
+    };
+    shape_found(p, claimed, false, ctx)
 }
 
 /// Rows read: each row's values and its primary key.

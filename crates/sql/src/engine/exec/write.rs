@@ -9,7 +9,7 @@ use sqlparser::tokenizer::Location;
 
 use super::convert::{to_native, Target};
 use super::{
-    env, fetch, keep_warning, keep_warnings, table_of, table_scope, with_scope, RowLock,
+    claim, env, fetch, keep_warning, keep_warnings, table_of, table_scope, with_scope, RowLock,
     OPS_PER_EXECUTE_MAX,
 };
 use crate::backend::OkInfo;
@@ -3078,6 +3078,18 @@ fn fetch_targets(
     for (code, _) in &mut ctx.warnings[before_access..] {
         *code |= crate::engine::expr::eval::PLANNED_BIT;
     }
+    if let Some(rows) = claimed_targets(
+        tx,
+        table,
+        &access,
+        &filter,
+        cond.as_deref(),
+        targets,
+        limit,
+        ctx,
+    )? {
+        return Ok((rows, limit, planned, impossible));
+    }
     let stop = if order.is_empty() && late.is_none() {
         limit
     } else {
@@ -3097,6 +3109,99 @@ fn fetch_targets(
         None,
     )?;
     Ok((rows, limit, planned, impossible))
+}
+
+/// The rows of a single-table UPDATE or DELETE with a LIMIT over a scan,
+/// claimed in its order (`claim`: a job queue's `UPDATE … WHERE owner IS
+/// NULL ORDER BY id LIMIT 1`, which a locking scan turns into deadlocks
+/// between its workers). None when the statement is not one of those, or
+/// its transaction may have written: its own writes are not among a
+/// committed read's candidates (then the locking scan, as before).
+#[allow(clippy::too_many_arguments)]
+fn claimed_targets(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &plan::Access,
+    filter: &Option<skarv_client::Filter>,
+    cond: Option<&Expr>,
+    targets: &Targets,
+    limit: Option<usize>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Vec<TargetRow>>> {
+    let Some(limit) = limit.filter(|n| *n <= claim::CLAIM_ROWS_MAX) else {
+        return Ok(None);
+    };
+    if targets.late.is_some()
+        || !claim::steady(cond)
+        || tx.may_hold_locks()
+        || !matches!(access, plan::Access::Range { .. } | plan::Access::Scan)
+    {
+        return Ok(None);
+    }
+    let order = &targets.order;
+    let columns = super::columns_named(table, cond.into_iter().chain(order.iter().map(|(e, _)| e)));
+    if !claim::can_claim(table, columns.as_deref()) {
+        return Ok(None);
+    }
+    let c = claim::Claim {
+        table,
+        lock: RowLock::EXCLUSIVE,
+        cond,
+        may_unlock: claim::may_unlock(tx, table),
+        columns: None,
+    };
+    let columns = columns.as_deref();
+    if order.is_empty() {
+        let rows = claim::claim_unordered(tx, &c, limit, ctx, |stop, ctx| {
+            let found = super::fetch_keyed(
+                tx,
+                table,
+                access,
+                filter.clone(),
+                cond,
+                ctx,
+                Some(stop),
+                columns,
+            )?;
+            Ok(found.into_iter().map(|(_, key)| key).collect())
+        })?;
+        return Ok(Some(rows));
+    }
+    // Every candidate, in ORDER BY's order (ties by primary key, so that
+    // every claim orders the same rows alike).
+    let def = table.native.def();
+    let found = super::fetch_keyed(tx, table, access, filter.clone(), cond, ctx, None, columns)?;
+    let mut keyed = Vec::with_capacity(found.len());
+    for (row, key) in found {
+        let by = order
+            .iter()
+            .map(|(e, _)| e.eval(&row, ctx))
+            .collect::<SqlResult<Vec<_>>>()?;
+        keyed.push((by, key_bytes(def, &key), key));
+    }
+    keyed.sort_by(|a, b| order_cmp(order, &a.0, &b.0).then_with(|| a.1.cmp(&b.1)));
+    let keys: Vec<Vec<Value>> = keyed.into_iter().map(|(_, _, key)| key).collect();
+    Ok(Some(claim::claim(tx, &c, &keys, limit, ctx)?))
+}
+
+/// ORDER BY's comparison of two rows' order values (NULLs first, as
+/// MariaDB sorts them ascending).
+fn order_cmp(order: &[(Expr, bool)], a: &[Val], b: &[Val]) -> std::cmp::Ordering {
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let env = crate::engine::expr::eval::Env::default();
+        let mut c = Ctx::new(&[], &env);
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            _ => compare(x, y, Some(schema::Collation::Utf8mb4GeneralCi), &mut c),
+        };
+        let o = if order[i].1 { o.reverse() } else { o };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    std::cmp::Ordering::Equal
 }
 
 /// The first AUTO_INCREMENT value at or above `first` of the form
@@ -3400,7 +3505,8 @@ impl ReplayedKeys {
 }
 
 /// A primary key's bytes (empty for one that does not encode: read from
-/// a row, it does).
+/// a row, it does); also the order every claim shares, that ties of an
+/// ORDER BY are broken by (two claims lock tied rows alike).
 pub(super) fn key_bytes(def: &schema::TableDef, key: &[Value]) -> Vec<u8> {
     let mut bytes = Vec::new();
     let _ = schema::key::KeyEncoder::primary_key(def).encode(key, &mut bytes);
@@ -3579,23 +3685,7 @@ pub(super) fn order_targets<K>(
                 .collect::<SqlResult<Vec<_>>>()?;
             keyed.push((keys, r));
         }
-        keyed.sort_by(|a, b| {
-            for (i, (x, y)) in a.0.iter().zip(&b.0).enumerate() {
-                let env = crate::engine::expr::eval::Env::default();
-                let mut c = Ctx::new(&[], &env);
-                let o = match (x.is_null(), y.is_null()) {
-                    (true, true) => std::cmp::Ordering::Equal,
-                    (true, false) => std::cmp::Ordering::Less,
-                    (false, true) => std::cmp::Ordering::Greater,
-                    _ => compare(x, y, Some(schema::Collation::Utf8mb4GeneralCi), &mut c),
-                };
-                let o = if order[i].1 { o.reverse() } else { o };
-                if o.is_ne() {
-                    return o;
-                }
-            }
-            std::cmp::Ordering::Equal
-        });
+        keyed.sort_by(|a, b| order_cmp(order, &a.0, &b.0));
         rows = keyed.into_iter().map(|(_, r)| r).collect();
         if let Some(l) = limit {
             rows.truncate(l);

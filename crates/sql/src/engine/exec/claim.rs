@@ -1,0 +1,278 @@
+//! Claiming the first rows of a statement's order: a locking statement
+//! with a LIMIT (`UPDATE jobs SET owner = 7 WHERE owner IS NULL ORDER BY
+//! id LIMIT 1`, `SELECT … ORDER BY id LIMIT 1 FOR UPDATE`, a job queue's)
+//! reads its candidates without locks, then locks them by primary key in
+//! the statement's order until it has as many as the LIMIT asks for.
+//!
+//! A locking scan locks every row its condition passes, in every
+//! partition at once and in no order. Two workers running the queue's
+//! statement each lock part of the queue and wait for the other's part:
+//! a deadlock that only `TransactionDeadlockDetectionTimeout` ends (1205
+//! for one of them, every time). InnoDB locks in index order and stops at
+//! the LIMIT, so its workers queue up behind each other instead.
+//!
+//! The invariant that keeps claims free of deadlocks: **a claim never
+//! waits for a row while holding a row of its own statement that comes
+//! after it in the claim order.** Keys are locked in batches that do not
+//! wait (`NOWAIT`); at the first row of a batch another transaction holds,
+//! the rows the batch locked after it are unlocked again, and only that
+//! row is then waited for. Two claims ordering the same rows alike can
+//! then never wait for each other in a cycle. (Unlocking needs a
+//! transaction that held no lock before the statement — else a row
+//! locked earlier would be released — and a table without BLOB/TEXT
+//! parts; otherwise those rows stay locked, and a deadlock is possible
+//! again, ended by the timeout as before.)
+//!
+//! A row is taken under its lock only if the statement's condition still
+//! holds for its current values (another worker may have claimed it
+//! meanwhile), as InnoDB's semi-consistent read re-checks a row it waited
+//! for; a row that no longer matches is unlocked (when it may be).
+
+use std::sync::Arc;
+
+use schema::Value;
+use skarv_client::{ExecMode, LockWait, Op, OpResult, Transaction};
+
+use super::write::key_bytes;
+use super::{key_read, sql_row, txn, RowLock, OPS_PER_EXECUTE_MAX};
+use crate::engine::catalog::TableInfo;
+use crate::engine::expr::{Ctx, Expr, Val};
+use crate::error::SqlResult;
+
+/// Rows claimed: each row's values and its primary key.
+pub(crate) type Rows = Vec<(Vec<Val>, Vec<Value>)>;
+
+/// Most rows a LIMIT may ask for and still be claimed key by key; a larger
+/// one locks by scan, as before (a purge's `DELETE … LIMIT 100000` is not
+/// a queue, and its rows' keys would all be held here).
+pub const CLAIM_ROWS_MAX: usize = 10_000;
+
+/// What a claim locks and keeps.
+pub(crate) struct Claim<'a> {
+    pub table: &'a Arc<TableInfo>,
+    pub lock: RowLock,
+    /// The statement's condition, tested again on each locked row.
+    pub cond: Option<&'a Expr>,
+    /// Whether rows locked but not taken may be unlocked again.
+    pub may_unlock: bool,
+    /// The columns a taken row is read with (None: all).
+    pub columns: Option<&'a [&'a str]>,
+}
+
+/// Whether a statement on `table` in `tx` may unlock the rows its claim
+/// does not take: only when no lock of the transaction can be among them
+/// (it held none before) and unlocking a row releases all of it (no
+/// BLOB/TEXT parts, which a locking read locks too).
+pub(crate) fn may_unlock(tx: &Transaction<'_>, table: &TableInfo) -> bool {
+    !tx.may_hold_locks() && !table.native.has_blobs()
+}
+
+/// Whether the rows a claim reads first (those columns named, with the
+/// primary key) can be read without a lock: a BLOB/TEXT value is read
+/// under a shared lock even by a committed read, which would make every
+/// claim's candidates conflict with every other's.
+pub(crate) fn can_claim(table: &TableInfo, columns: Option<&[&str]>) -> bool {
+    let native = &table.native;
+    match columns {
+        None => !native.has_blobs(),
+        Some(names) => names.iter().all(|n| native.blob_parts_table(n).is_none()),
+    }
+}
+
+/// Whether the statement's condition gives a row the same answer when
+/// it is tested again under the row's lock: no RAND(), UUID() or the
+/// like, no subquery (run once per row again).
+pub(crate) fn steady(cond: Option<&Expr>) -> bool {
+    let mut steady = true;
+    if let Some(cond) = cond {
+        cond.each(&mut |e| {
+            steady &= match e {
+                Expr::Func(f, _) => f.is_deterministic(),
+                Expr::Sub(_) => false,
+                _ => true,
+            }
+        });
+    }
+    steady
+}
+
+/// Locks rows of `keys` (read without a lock, in the order the statement
+/// takes them) until `want` of them pass the condition under their lock.
+/// Returns those rows (as locked) in `keys`' order.
+pub(crate) fn claim(
+    tx: &Transaction<'_>,
+    c: &Claim<'_>,
+    keys: &[Vec<Value>],
+    want: usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Rows> {
+    let table = c.table;
+    let native = &table.native;
+    let mut taken = Vec::with_capacity(want.min(keys.len()));
+    let mut at = 0;
+    while taken.len() < want && at < keys.len() {
+        let end = keys
+            .len()
+            .min(at + (want - taken.len()).min(OPS_PER_EXECUTE_MAX));
+        let batch = &keys[at..end];
+        // A batch of one may as well wait: it holds nothing after itself.
+        let wait = match c.lock.wait {
+            LockWait::Wait if batch.len() > 1 => LockWait::NoWait,
+            w => w,
+        };
+        let lock = RowLock {
+            mode: c.lock.mode,
+            wait,
+        };
+        let mut handles = Vec::with_capacity(batch.len());
+        for key in batch {
+            let op = key_read(native, key, Some(lock), None, c.columns);
+            handles.push(
+                tx.define(op)
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?,
+            );
+        }
+        let outcome = tx
+            .execute(ExecMode::NoCommit)
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        let mut busy = None;
+        let mut release: Vec<&[Value]> = Vec::new();
+        for (i, h) in handles.into_iter().enumerate() {
+            match outcome.result(h) {
+                Some(OpResult::Row(r)) => {
+                    if busy.is_some() {
+                        // Locked after a row it must wait for: let it go
+                        // (the invariant above); it is read again after.
+                        if c.may_unlock {
+                            release.push(&batch[i]);
+                        }
+                        continue;
+                    }
+                    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+                    if passes(c.cond, &row, ctx)? {
+                        taken.push((row, batch[i].clone()));
+                    } else if c.may_unlock {
+                        release.push(&batch[i]);
+                    }
+                }
+                Some(OpResult::Failed(e)) if e.code == skarv_client::codes::LOCK_BUSY => {
+                    // Only a NOWAIT of ours: the statement's own NOWAIT is
+                    // its 1205.
+                    if c.lock.wait == LockWait::NoWait {
+                        return Err(txn::native_error_in(e, &table.name));
+                    }
+                    busy.get_or_insert(i);
+                }
+                // Gone since it was read (or held, under SKIP LOCKED).
+                Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {}
+                Some(OpResult::Failed(e)) => return Err(txn::native_error_in(e, &table.name)),
+                _ => {}
+            }
+        }
+        unlock(tx, table, &release)?;
+        at = match busy {
+            None => end,
+            Some(i) => {
+                // Wait for this one row alone, holding none after it.
+                let key = &keys[at + i];
+                if let Some(row) = wait_for(tx, c, key, ctx)? {
+                    taken.push((row, key.clone()));
+                }
+                at + i + 1
+            }
+        };
+    }
+    Ok(taken)
+}
+
+/// The row of `key` locked, waiting for it; None when it is gone or no
+/// longer passes (then unlocked, when it may be).
+fn wait_for(
+    tx: &Transaction<'_>,
+    c: &Claim<'_>,
+    key: &[Value],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Vec<Val>>> {
+    let table = c.table;
+    let h = tx
+        .define(key_read(&table.native, key, Some(c.lock), None, c.columns))
+        .map_err(|e| txn::native_error_in(&e, &table.name))?;
+    let outcome = tx
+        .execute(ExecMode::NoCommit)
+        .map_err(|e| txn::native_error_in(&e, &table.name))?;
+    let Some(r) = super::found_row(table, outcome.result(h))? else {
+        return Ok(None);
+    };
+    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+    if passes(c.cond, &row, ctx)? {
+        return Ok(Some(row));
+    }
+    if c.may_unlock {
+        unlock(tx, table, &[key])?;
+    }
+    Ok(None)
+}
+
+/// [`claim`] of rows in no particular order: candidates read a few more
+/// than wanted at a time (`candidates(n)`: at most n keys, the same first
+/// ones again on a second call, as a scan that stops early returns them),
+/// more when those run out, each lot in primary-key order.
+pub(crate) fn claim_unordered(
+    tx: &Transaction<'_>,
+    c: &Claim<'_>,
+    want: usize,
+    ctx: &mut Ctx<'_>,
+    mut candidates: impl FnMut(usize, &mut Ctx<'_>) -> SqlResult<Vec<Vec<Value>>>,
+) -> SqlResult<Rows> {
+    let def = c.table.native.def();
+    let mut taken = Vec::with_capacity(want.min(CLAIM_ROWS_MAX));
+    let mut seen = std::collections::HashSet::new();
+    let mut stop = want.saturating_mul(2).max(CANDIDATES_MIN);
+    loop {
+        let found = candidates(stop, ctx)?;
+        let exhausted = found.len() < stop;
+        let mut fresh: Vec<(Vec<u8>, Vec<Value>)> = found
+            .into_iter()
+            .map(|key| (key_bytes(def, &key), key))
+            .filter(|(bytes, _)| seen.insert(bytes.clone()))
+            .collect();
+        fresh.sort_by(|a, b| a.0.cmp(&b.0));
+        let keys: Vec<Vec<Value>> = fresh.into_iter().map(|(_, key)| key).collect();
+        taken.extend(claim(tx, c, &keys, want - taken.len(), ctx)?);
+        if taken.len() >= want || exhausted {
+            return Ok(taken);
+        }
+        stop = stop.saturating_mul(4);
+    }
+}
+
+/// Fewest candidates an unordered claim reads at a time.
+const CANDIDATES_MIN: usize = 16;
+
+/// Whether a locked row still passes the condition. Its warnings were the
+/// candidates' read's already, so they are not given twice.
+fn passes(cond: Option<&Expr>, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+    let Some(cond) = cond else {
+        return Ok(true);
+    };
+    let warned = ctx.warnings.len();
+    let pass = cond.test(row, ctx)?;
+    ctx.warnings.truncate(warned);
+    Ok(pass)
+}
+
+/// Unlocks rows this statement locked and does not take (one round trip).
+fn unlock(tx: &Transaction<'_>, table: &TableInfo, keys: &[&[Value]]) -> SqlResult<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    for chunk in keys.chunks(OPS_PER_EXECUTE_MAX) {
+        for key in chunk {
+            tx.define(Op::unlock(&table.native, key))
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        }
+        tx.execute(ExecMode::NoCommit)
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+    }
+    Ok(())
+}
