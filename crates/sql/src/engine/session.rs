@@ -1387,6 +1387,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     }
     let mut trailing_into = None;
     if matches!(word(0), "SELECT" | "(") && outfile.is_none() {
+        mend_lock_wait(&mut spanned);
         mend_lock_in_share_mode(&mut spanned);
         trailing_into = take_trailing_into(&mut spanned);
     }
@@ -1960,6 +1961,47 @@ fn mend_set_assignments(tokens: &mut [TokenWithSpan]) {
             }
             _ => {}
         }
+    }
+}
+
+/// MariaDB's `… FOR UPDATE WAIT n` (or after `LOCK IN SHARE MODE`, `FOR
+/// SHARE`) at the end of a SELECT: `WAIT 0` is `NOWAIT`, as MariaDB's;
+/// another `n` is dropped, the lock waited for as any other (up to the
+/// cluster's `TransactionDeadlockDetectionTimeout`, as every lock wait:
+/// docs/sql.md).
+fn mend_lock_wait(tokens: &mut Vec<TokenWithSpan>) {
+    while matches!(tokens.last().map(|t| &t.token), Some(Token::Whitespace(_))) {
+        tokens.pop();
+    }
+    let significant: Vec<usize> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
+        .map(|(at, _)| at)
+        .collect();
+    let n = significant.len();
+    if n < 4 {
+        return;
+    }
+    let (wait, value) = (significant[n - 2], significant[n - 1]);
+    let Token::Number(digits, _) = &tokens[value].token else {
+        return;
+    };
+    let before = tokens[significant[n - 3]]
+        .token
+        .to_string()
+        .to_ascii_uppercase();
+    if !tokens[wait].token.to_string().eq_ignore_ascii_case("WAIT")
+        || !matches!(before.as_str(), "UPDATE" | "SHARE" | "MODE")
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return;
+    }
+    let zero = digits.bytes().all(|b| b == b'0');
+    let span = tokens[wait].span;
+    tokens.truncate(wait);
+    if zero {
+        tokens.push(TokenWithSpan::new(Token::make_keyword("NOWAIT"), span));
     }
 }
 
@@ -3202,6 +3244,12 @@ mod tests {
                 "SELECT a FROM t LOCK IN SHARE MODE NOWAIT",
                 "FOR SHARE NOWAIT",
             ),
+            (
+                "SELECT a FROM t LOCK IN SHARE MODE WAIT 0",
+                "FOR SHARE NOWAIT",
+            ),
+            ("SELECT a FROM t FOR UPDATE WAIT 00", "FOR UPDATE NOWAIT"),
+            ("SELECT a FROM t FOR UPDATE wait 5", "FOR UPDATE"),
             (
                 "SELECT a FROM t lock in share mode skip locked",
                 "FOR SHARE SKIP LOCKED",
