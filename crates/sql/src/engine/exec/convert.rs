@@ -972,10 +972,12 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
     let error = match to_native(v, target, false) {
         Ok(value) => {
             // A time of day dropped from a DATE, or a date from a TIME's
-            // number: note 1265, as MariaDB's.
+            // number: note 1265, as MariaDB's. Not a number below 1 (0.5
+            // is the zero date, silently, as MariaDB's).
             let dropped = match target.column.ty {
                 SqlType::Date => {
                     !matches!(v, Val::Date(_))
+                        && !below_one(v)
                         && date_time_of(v).is_some_and(|(_, t)| t != Time::default())
                 }
                 SqlType::Time { .. } => datetime_number(v).is_some(),
@@ -1262,6 +1264,16 @@ fn date_time_of(v: &Val) -> Option<(Date, Time)> {
             Some((d, t.unwrap_or_default()))
         }
         _ => None,
+    }
+}
+
+/// Whether `v` is a number with a fraction and no whole part (0.5): a
+/// zero date, which MariaDB stores without a note.
+fn below_one(v: &Val) -> bool {
+    match v {
+        Val::Dec(d) => d.mantissa.abs() < value::pow10(d.scale),
+        Val::Double(f) => f.abs() < 1.0,
+        _ => false,
     }
 }
 

@@ -3777,9 +3777,18 @@ impl<'a> Scope<'a> {
                 Some((u32::from(whole), 0))
             }
             // Text read as an integer: as many digits as it has characters
-            // (at most a BIGINT's), no sign among them, as MariaDB counts.
+            // (at least one, at most a BIGINT's), no sign among them, as
+            // MariaDB counts (its display width is at least 2, a digit and
+            // a sign, but `COALESCE(CAST(LEFT(s, 1) AS SIGNED))` is an
+            // INT(2): CREATE … SELECT seed 83).
             Expr::Cast(a, CastTo::Signed) if matches!(self.kind(a), Kind::Str { .. }) => {
-                Some((self.meta(e, "").length, 0))
+                let m = self.meta(a, "");
+                let chars = if m.charset == charset::BINARY {
+                    m.length
+                } else {
+                    m.length / 4
+                };
+                Some((chars.clamp(1, INT64_DIGITS_MAX), 0))
             }
             // ROUND may carry a digit into the whole part; TRUNCATE not.
             Expr::Func(f @ (Func::Round | Func::Truncate), args)
