@@ -67,6 +67,11 @@ pub struct ScanOptions<'a> {
     /// partitions holding them (with `partition_key`, its partition too).
     /// Empty: no such limit.
     pub partition_keys: Vec<Vec<Value>>,
+    /// One partition by its number (`0..partitions`): scan it alone (an
+    /// ordered index's rows then come in index order, which lets a
+    /// `… ORDER BY k LIMIT n` read the first n of each partition only).
+    /// Takes the place of `partition_key` and `partition_keys`.
+    pub partition: Option<u32>,
     /// The scan is all the transaction does: when it starts the
     /// transaction and reads without locks, the TC ends the transaction
     /// with the scan's last batch (`tc_flags::RELEASE`), and a commit
@@ -224,6 +229,16 @@ impl<'s> Transaction<'s> {
                     partitions.clear();
                 }
             }
+        }
+        if let Some(only) = options.partition {
+            if only >= def.partitions {
+                return Err(Error::usage(format!(
+                    "a scan of partition {only} of table `{}`, which has {} partitions",
+                    def.name, def.partitions
+                )));
+            }
+            partition = only;
+            partitions.clear();
         }
         let asked_lock = options.lock.unwrap_or(LockMode::Committed);
         let blob_reads: Vec<(usize, usize)> =

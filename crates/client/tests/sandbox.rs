@@ -612,6 +612,42 @@ fn partition_lists_and_statistics(session: &Session) {
     found.sort_unstable();
     assert_eq!(found, expected, "partitions {listed:?}");
 
+    // One partition by its number: exactly the rows whose key it holds;
+    // a number past the table's partitions is refused.
+    for only in 0..PARTS {
+        let mut found: Vec<i64> = tx
+            .scan(
+                &parts,
+                ScanOptions {
+                    partition: Some(only),
+                    ..ScanOptions::default()
+                },
+            )
+            .expect("scan")
+            .map(|r| match r.expect("row").get("id") {
+                Some(Value::Int(v)) => *v,
+                other => panic!("id {other:?}"),
+            })
+            .collect();
+        found.sort_unstable();
+        let held: Vec<i64> = (0..PARTS_ROWS)
+            .filter(|id| partition(*id, &mut scratch) == only)
+            .collect();
+        assert_eq!(found, held, "partition {only}");
+    }
+    let refused = tx.scan(
+        &parts,
+        ScanOptions {
+            partition: Some(PARTS),
+            ..ScanOptions::default()
+        },
+    );
+    let message = refused.err().expect("an unknown partition").to_string();
+    assert!(
+        message.contains(&format!("partition {PARTS} of table")),
+        "{message}"
+    );
+
     let stats = tx.table_stats(&parts).expect("statistics");
     assert_eq!(stats.rows, PARTS_ROWS as u64);
     assert_eq!(stats.partitions, PARTS);

@@ -356,3 +356,71 @@ fn explain(conn: &mut Conn<'_>) {
         "{tree}"
     );
 }
+
+/// Rows of the table `top_n_in_index_order` reads.
+const TOP_TABLE_ROWS: usize = 2_000;
+
+/// ORDER BY an ordered index's columns with a small LIMIT, on a table of
+/// several partitions: the first rows of each partition in index order,
+/// a scan per partition, not the whole table (counted in bytes received);
+/// a LIMIT near the table's size reads it whole.
+#[test]
+fn top_n_in_index_order() {
+    let sandbox = Sandbox::start("sql-top-n", 2, 1, 43_600);
+    let engine = engine_on(&sandbox);
+    let session = engine.cluster.session().expect("session");
+    let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    log_in_root(&mut conn);
+    q(&mut conn, "CREATE DATABASE top");
+    conn.use_database("top").expect("use top");
+    q(
+        &mut conn,
+        "CREATE TABLE r (id INT PRIMARY KEY, k INT, g INT, v VARCHAR(40), KEY kk (k))",
+    );
+    let partitions = u64::from(session.table("top/def/r").expect("r").def().partitions);
+    assert!(partitions > 1, "{partitions} partitions");
+    for start in (0..TOP_TABLE_ROWS).step_by(500) {
+        let values: Vec<String> = (start..start + 500)
+            .map(|x| format!("({x}, {}, {}, 'a value of some length {x}')", x / 2, x % 7))
+            .collect();
+        q(
+            &mut conn,
+            &format!("INSERT INTO r VALUES {}", values.join(",")),
+        );
+    }
+    // What a statement reads: scans asked and bytes received.
+    let read = |conn: &mut Conn<'_>, sql: &str| {
+        let before = engine.cluster.stats();
+        let rows = q(conn, sql);
+        let after = engine.cluster.stats();
+        (
+            rows,
+            after.scan_reqs_sent - before.scan_reqs_sent,
+            after.bytes_received - before.bytes_received,
+        )
+    };
+    let (whole, _, whole_bytes) = read(&mut conn, "SELECT k, v FROM r");
+    assert_eq!(whole.len(), TOP_TABLE_ROWS);
+    let last = (TOP_TABLE_ROWS / 2 - 1).to_string();
+    let before_last = (TOP_TABLE_ROWS / 2 - 2).to_string();
+    let (rows, scans, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k DESC LIMIT 4");
+    let ks: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(ks, [&last, &last, &before_last, &before_last]);
+    assert!(scans >= partitions, "{scans} scans: one per partition");
+    assert!(
+        bytes * 20 < whole_bytes,
+        "a top 4 received {bytes} bytes, the whole table {whole_bytes}"
+    );
+    // By primary key, with a condition the data nodes test and an OFFSET.
+    let (rows, _, bytes) = read(
+        &mut conn,
+        "SELECT id FROM r WHERE g > 2 ORDER BY id LIMIT 3 OFFSET 2",
+    );
+    assert_eq!(rows, [["5"], ["6"], ["10"]]);
+    assert!(bytes * 20 < whole_bytes, "a top 5 received {bytes} bytes");
+    // A LIMIT near the table's rows reads it whole, in one scan.
+    let (rows, _, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k LIMIT 400");
+    assert_eq!(rows.len(), 400);
+    assert_eq!(rows[399][0], "199");
+    assert!(bytes * 2 > whole_bytes, "a top 400 received {bytes} bytes");
+}

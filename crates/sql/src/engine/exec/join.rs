@@ -195,8 +195,7 @@ impl Runner<'_, '_> {
                         ctx,
                         None,
                         None,
-                        0,
-                        false,
+                        super::ScanShape::default(),
                         |row, _key, ctx| {
                             read += 1;
                             combine(spec, step, outer, std::iter::once(&row), ctx, &mut next)?;

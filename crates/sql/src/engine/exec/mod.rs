@@ -617,9 +617,12 @@ pub(crate) fn fetch<'c>(
         (Some(_), Some(n)) => locking_batch_rows(n),
         _ => 0,
     };
+    let shape = ScanShape {
+        batch_rows,
+        ..ScanShape::default()
+    };
     fetch_each(
-        tx, table, access, filter, lock, descending, cond, ctx, commit, columns, batch_rows, false,
-        each,
+        tx, table, access, filter, lock, descending, cond, ctx, commit, columns, shape, each,
     )?;
     Ok(out)
 }
@@ -647,10 +650,25 @@ pub(crate) fn fetch_keyed(
         out.push((row, key));
         Ok(stop_after.is_none_or(|n| out.len() < n))
     };
+    let shape = ScanShape {
+        keyed: true,
+        ..ScanShape::default()
+    };
     fetch_each(
-        tx, table, access, filter, None, false, cond, ctx, None, columns, 0, true, each,
+        tx, table, access, filter, None, false, cond, ctx, None, columns, shape, each,
     )?;
     Ok(out)
+}
+
+/// How [`fetch_each`] scans, beyond what it reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ScanShape {
+    /// Rows per batch from each partition; 0: the default.
+    pub batch_rows: u32,
+    /// Each row with its primary key, also without a lock.
+    pub keyed: bool,
+    /// Only this partition (by number): its rows in index order.
+    pub partition: Option<u32>,
 }
 
 /// [`fetch`]'s rows handed to `each` as they come, none kept here (a
@@ -668,8 +686,7 @@ pub(crate) fn fetch_each<'c>(
     ctx: &mut Ctx<'c>,
     mut commit: Option<&mut bool>,
     columns: Option<&[&str]>,
-    batch_rows: u32,
-    keyed: bool,
+    shape: ScanShape,
     mut each: impl FnMut(Vec<Val>, Vec<Value>, &mut Ctx<'c>) -> SqlResult<bool>,
 ) -> SqlResult<()> {
     let native = &table.native;
@@ -767,7 +784,8 @@ pub(crate) fn fetch_each<'c>(
                 // all its transaction does, and the TC ends the
                 // transaction with the scan (no commit round trip).
                 ends_transaction: commit.is_some(),
-                batch_rows,
+                batch_rows: shape.batch_rows,
+                partition: shape.partition,
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.
@@ -819,7 +837,7 @@ pub(crate) fn fetch_each<'c>(
                     }
                     let key = if lock.is_some() {
                         r.key().to_vec()
-                    } else if keyed {
+                    } else if shape.keyed {
                         primary_key_of(table, r.values(), r.columns())
                     } else {
                         Vec::new()

@@ -2417,6 +2417,12 @@ fn stream(
     } else {
         super::super::session::sort_buffer_bytes(conn)
     };
+    // Whether a top N in index order reads each partition's first rows
+    // depends on the table's size (`top_partitions`): its row count,
+    // fetched at most once per `STATS_REFRESH_MS` per table and SQL node.
+    if let (Some(table), None, Some(_), false) = (&p.table, &p.join, p.limit, p.order.is_empty()) {
+        crate::engine::stats::refresh(conn, table);
+    }
     let tx = txn::take(conn)?;
     let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);
     let mut committed = false;
@@ -2513,29 +2519,67 @@ fn stream(
                 ..
             } => {
                 let columns = projection(table, p);
-                // A locking read that stops at its LIMIT locks no more
-                // rows per partition than it needs (`fetch`'s rule).
-                let batch_rows = match p.limit {
-                    Some(_) if p.lock.is_some() && !unordered => {
-                        super::locking_batch_rows(stop_after)
-                    }
-                    _ => 0,
+                let tops = match top {
+                    Some(n) => top_partitions(table, p, &access, cond.as_deref(), n, &mut ctx)?,
+                    None => None,
                 };
-                fetch_each(
-                    &tx,
-                    table,
-                    &access,
-                    filter,
-                    p.lock,
-                    descending,
-                    cond.as_deref(),
-                    &mut ctx,
-                    autocommit_read.then_some(&mut committed),
-                    columns.as_deref(),
-                    batch_rows,
-                    false,
-                    |row, _key, ctx| each(row, ctx),
-                )?;
+                if let Some(partitions) = tops {
+                    // Each partition's first rows in index order, one
+                    // partition after the other; the top N of them sorts
+                    // them as it does a whole table's.
+                    for part in 0..partitions {
+                        let last = part + 1 == partitions;
+                        let mut read = 0usize;
+                        fetch_each(
+                            &tx,
+                            table,
+                            &access,
+                            filter.clone(),
+                            None,
+                            descending,
+                            cond.as_deref(),
+                            &mut ctx,
+                            (autocommit_read && last).then_some(&mut committed),
+                            columns.as_deref(),
+                            super::ScanShape {
+                                batch_rows: u32::try_from(stop_after).unwrap_or(u32::MAX),
+                                partition: Some(part),
+                                ..super::ScanShape::default()
+                            },
+                            |row, _key, ctx| {
+                                read += 1;
+                                each(row, ctx)?;
+                                Ok(read < stop_after)
+                            },
+                        )?;
+                    }
+                } else {
+                    // A locking read that stops at its LIMIT locks no more
+                    // rows per partition than it needs (`fetch`'s rule).
+                    let batch_rows = match p.limit {
+                        Some(_) if p.lock.is_some() && !unordered => {
+                            super::locking_batch_rows(stop_after)
+                        }
+                        _ => 0,
+                    };
+                    fetch_each(
+                        &tx,
+                        table,
+                        &access,
+                        filter,
+                        p.lock,
+                        descending,
+                        cond.as_deref(),
+                        &mut ctx,
+                        autocommit_read.then_some(&mut committed),
+                        columns.as_deref(),
+                        super::ScanShape {
+                            batch_rows,
+                            ..super::ScanShape::default()
+                        },
+                        |row, _key, ctx| each(row, ctx),
+                    )?;
+                }
             }
         }
         if top.is_some() {
@@ -3505,6 +3549,67 @@ fn order_by_index(table: &TableInfo, p: &Planned, access: &Access) -> (bool, boo
         }
         _ => (false, p.order.is_empty()),
     }
+}
+
+/// Whether `access` reads an ordered index in the order ORDER BY asks for
+/// within each partition (a prefix of its columns, one direction): the
+/// first n rows of every partition then hold the first n of all.
+fn in_index_order(p: &Planned, access: &Access) -> bool {
+    let Access::Range {
+        columns, points, ..
+    } = access
+    else {
+        return false;
+    };
+    let order = p.order.as_slice();
+    !order.is_empty()
+        && points.is_empty()
+        && order.iter().all(|(_, d)| *d == order[0].1)
+        && order.len() <= columns.len()
+        && order
+            .iter()
+            .zip(columns)
+            .all(|((e, _), c)| matches!(e, Expr::Col(x) if x == c))
+}
+
+/// Fewest rows per partition, per row a partition's top N keeps, above
+/// which a table is read partition by partition for an ORDER BY … LIMIT
+/// in index order (each partition's first N only, one round trip or two
+/// each) rather than whole (one round trip, every row).
+const TOP_PER_PARTITION_RATIO: u64 = 8;
+
+/// Most rows (OFFSET plus LIMIT) read from each partition that way; past
+/// it the whole table is read.
+pub const TOP_PER_PARTITION_ROWS_MAX: usize = 1_000;
+
+/// The partitions to read one by one for a top N of `stop_after` rows in
+/// index order (`in_index_order`), or None to read the table whole: when
+/// the table has several partitions, the condition fixes none of them,
+/// no lock is taken, and the table (as the SQL node last counted it) has
+/// many more rows than the partitions' tops.
+fn top_partitions(
+    table: &TableInfo,
+    p: &Planned,
+    access: &Access,
+    cond: Option<&Expr>,
+    stop_after: usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<u32>> {
+    let partitions = table.native.def().partitions;
+    if partitions < 2
+        || p.lock.is_some()
+        || stop_after > TOP_PER_PARTITION_ROWS_MAX
+        || !in_index_order(p, access)
+    {
+        return Ok(None);
+    }
+    let big = table.stats.rows().is_none_or(|rows| {
+        rows / u64::from(partitions) > TOP_PER_PARTITION_RATIO * stop_after as u64
+    });
+    if !big || plan::partition_keys(table, cond, ctx)?.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(partitions))
 }
 
 fn clone_planned(p: &Planned) -> Planned {
