@@ -375,7 +375,8 @@ fn top_n_in_index_order() {
     conn.use_database("top").expect("use top");
     q(
         &mut conn,
-        "CREATE TABLE r (id INT PRIMARY KEY, k INT, g INT, v VARCHAR(40), KEY kk (k))",
+        "CREATE TABLE r (id INT PRIMARY KEY, k INT, g INT, v VARCHAR(40), KEY kk (k), \
+         KEY gk (g, k))",
     );
     let partitions = u64::from(session.table("top/def/r").expect("r").def().partitions);
     assert!(partitions > 1, "{partitions} partitions");
@@ -414,10 +415,20 @@ fn top_n_in_index_order() {
     // By primary key, with a condition the data nodes test and an OFFSET.
     let (rows, _, bytes) = read(
         &mut conn,
-        "SELECT id FROM r WHERE g > 2 ORDER BY id LIMIT 3 OFFSET 2",
+        "SELECT id FROM r WHERE v <> 'a value of some length 3' ORDER BY id LIMIT 3 OFFSET 2",
     );
-    assert_eq!(rows, [["5"], ["6"], ["10"]]);
+    assert_eq!(rows, [["2"], ["4"], ["5"]]);
     assert!(bytes * 20 < whole_bytes, "a top 5 received {bytes} bytes");
+    // An index's leading column fixed by the WHERE orders nothing.
+    let (rows, _, bytes) = read(
+        &mut conn,
+        "SELECT k FROM r WHERE g = 3 ORDER BY k DESC LIMIT 4",
+    );
+    assert_eq!(rows, [["999"], ["995"], ["992"], ["988"]]);
+    assert!(
+        bytes * 20 < whole_bytes,
+        "a top 4 of g = 3 received {bytes} bytes"
+    );
     // A LIMIT near the table's rows reads it whole, in one scan.
     let (rows, _, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k LIMIT 400");
     assert_eq!(rows.len(), 400);

@@ -2436,7 +2436,8 @@ fn stream(
             (Some(spec), _) => Read::Join(spec, plan::join::plan(spec, p.cond.as_ref(), &mut ctx)?),
             (None, Some(table)) => {
                 let (access, filter) = single_access(table, p, cond.as_deref(), &mut ctx)?;
-                let (descending, sorted) = order_by_index(table, p, &access);
+                let (descending, sorted) =
+                    order_by_index(table, p, &access, cond.as_deref(), &mut ctx)?;
                 Read::Table {
                     table,
                     access,
@@ -3470,7 +3471,7 @@ fn found_of(
     // A locking scan (a transaction that wrote reads with locks) sees its
     // own inserts after the index's range (they are in no ordered index
     // before commit): sort those too.
-    let (descending, sorted) = order_by_index(table, p, &access);
+    let (descending, sorted) = order_by_index(table, p, &access, cond.as_deref(), ctx)?;
     let stop_after = match p.limit {
         Some(l) if plain && sorted => {
             Some(usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX))
@@ -3525,30 +3526,24 @@ fn single_access(
 
 /// Whether an access gives ORDER BY's order: (scan descending, rows come
 /// sorted).
-fn order_by_index(table: &TableInfo, p: &Planned, access: &Access) -> (bool, bool) {
-    let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
-    let one_partition = table.native.def().partitions == 1 && p.lock.is_none();
-    match (access, p.order.as_slice()) {
-        (
-            Access::Range {
-                columns, points, ..
-            },
-            order,
-        ) if !order.is_empty() && plain && points.is_empty() => {
-            let desc = order[0].1;
-            let same_dir = order.iter().all(|(_, d)| *d == desc);
-            let prefix = order.len() <= columns.len()
-                && order
-                    .iter()
-                    .zip(columns)
-                    .all(|((e, _), c)| matches!(e, Expr::Col(x) if x == c));
-            (
-                desc && same_dir && prefix,
-                same_dir && prefix && one_partition,
-            )
-        }
-        _ => (false, p.order.is_empty()),
+fn order_by_index(
+    table: &TableInfo,
+    p: &Planned,
+    access: &Access,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<(bool, bool)> {
+    if !in_index_order(p, access) {
+        return Ok((false, p.order.is_empty()));
     }
+    let descending = p.order[0].1;
+    // Rows come in index order from one partition: a table of one, or a
+    // WHERE that fixes the distribution key (`PARTITION BY KEY(u)`,
+    // `WHERE u = 1 ORDER BY t LIMIT 10`: seed 001's pruned scan).
+    let one_partition = p.lock.is_none()
+        && (table.native.def().partitions == 1
+            || plan::partition_keys(table, cond, ctx)?.is_some_and(|keys| keys.len() == 1));
+    Ok((descending, one_partition))
 }
 
 /// Whether `access` reads an ordered index in the order ORDER BY asks for
@@ -3556,20 +3551,45 @@ fn order_by_index(table: &TableInfo, p: &Planned, access: &Access) -> (bool, boo
 /// first n rows of every partition then hold the first n of all.
 fn in_index_order(p: &Planned, access: &Access) -> bool {
     let Access::Range {
-        columns, points, ..
+        columns,
+        points,
+        lower,
+        upper,
+        ..
     } = access
     else {
         return false;
     };
     let order = p.order.as_slice();
-    !order.is_empty()
-        && points.is_empty()
-        && order.iter().all(|(_, d)| *d == order[0].1)
-        && order.len() <= columns.len()
-        && order
-            .iter()
-            .zip(columns)
-            .all(|((e, _), c)| matches!(e, Expr::Col(x) if x == c))
+    let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
+    if !plain || order.is_empty() || !points.is_empty() {
+        return false;
+    }
+    // Leading index columns the range fixes to one value (`WHERE u = 3`
+    // on an index of (u, t)) order nothing: ORDER BY t follows the index.
+    // A bound's last value fixes nothing when the bound is exclusive
+    // (`(u, t) > (3, 10)` and `u <= 3`: u is 3; `u > 3`: it is not).
+    let fixed = match (lower, upper) {
+        (Some((low, low_in)), Some((high, high_in))) => {
+            let cap =
+                |bound: &[schema::Value], inclusive: bool| bound.len() - usize::from(!inclusive);
+            low.iter()
+                .zip(high)
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(cap(low, *low_in))
+                .min(cap(high, *high_in))
+        }
+        _ => 0,
+    };
+    let is_col = |e: &Expr, c: usize| matches!(e, Expr::Col(x) if *x == c);
+    let start = (0..fixed)
+        .find(|&at| is_col(&order[0].0, columns[at]))
+        .unwrap_or(fixed);
+    let rest = &columns[start.min(columns.len())..];
+    order.iter().all(|(_, d)| *d == order[0].1)
+        && order.len() <= rest.len()
+        && order.iter().zip(rest).all(|((e, _), c)| is_col(e, *c))
 }
 
 /// Fewest rows per partition, per row a partition's top N keeps, above

@@ -1028,7 +1028,7 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         return Ok(vec![row]);
     };
     let (access, filter) = single_access(table, p, p.cond.as_ref(), ctx)?;
-    let (_, sorted) = order_by_index(table, p, &access);
+    let (_, sorted) = order_by_index(table, p, &access, p.cond.as_ref(), ctx)?;
     let mut row = access_row(table, &access, p.cond.is_some() || p.late.is_some());
     row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
     row.partitions = partition_names(&crate::engine::plan::partitions_read(
