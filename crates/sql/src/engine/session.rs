@@ -1964,21 +1964,32 @@ fn mend_set_assignments(tokens: &mut [TokenWithSpan]) {
     }
 }
 
+/// The positions of the tokens that are not whitespace, after trailing
+/// whitespace is dropped.
+fn trimmed_significant(tokens: &mut Vec<TokenWithSpan>) -> Vec<usize> {
+    while matches!(tokens.last().map(|t| &t.token), Some(Token::Whitespace(_))) {
+        tokens.pop();
+    }
+    significant(tokens)
+}
+
+/// The positions of the tokens that are not whitespace.
+pub(crate) fn significant(tokens: &[TokenWithSpan]) -> Vec<usize> {
+    tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
+        .map(|(at, _)| at)
+        .collect()
+}
+
 /// MariaDB's `… FOR UPDATE WAIT n` (or after `LOCK IN SHARE MODE`, `FOR
 /// SHARE`) at the end of a SELECT: `WAIT 0` is `NOWAIT`, as MariaDB's;
 /// another `n` is dropped, the lock waited for as any other (up to the
 /// cluster's `TransactionDeadlockDetectionTimeout`, as every lock wait:
 /// docs/sql.md).
 fn mend_lock_wait(tokens: &mut Vec<TokenWithSpan>) {
-    while matches!(tokens.last().map(|t| &t.token), Some(Token::Whitespace(_))) {
-        tokens.pop();
-    }
-    let significant: Vec<usize> = tokens
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
-        .map(|(at, _)| at)
-        .collect();
+    let significant = trimmed_significant(tokens);
     let n = significant.len();
     if n < 4 {
         return;
@@ -2009,15 +2020,7 @@ fn mend_lock_wait(tokens: &mut Vec<TokenWithSpan>) {
 /// or `SKIP LOCKED`) becomes `… FOR SHARE`, its MySQL 8 spelling, which
 /// the parser takes.
 fn mend_lock_in_share_mode(tokens: &mut Vec<TokenWithSpan>) {
-    while matches!(tokens.last().map(|t| &t.token), Some(Token::Whitespace(_))) {
-        tokens.pop();
-    }
-    let significant: Vec<usize> = tokens
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
-        .map(|(at, _)| at)
-        .collect();
+    let significant = trimmed_significant(tokens);
     let word = |at: usize| tokens[at].token.to_string().to_ascii_uppercase();
     let n = significant.len();
     // The words after MODE that stay: none, NOWAIT or SKIP LOCKED.

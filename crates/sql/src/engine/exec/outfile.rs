@@ -55,12 +55,7 @@ pub fn take_into(tokens: &mut Vec<TokenWithSpan>) -> Result<Option<Outfile>, Par
     if !tokens.iter().any(is_into_word) {
         return Ok(None);
     }
-    let significant: Vec<usize> = tokens
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
-        .map(|(at, _)| at)
-        .collect();
+    let significant = crate::engine::session::significant(tokens);
     let word = |at: usize, w: &str| {
         let Token::Word(x) = &tokens[at].token else {
             return false;
