@@ -442,6 +442,21 @@ fn top_n_in_index_order() {
         bytes * 20 < whole_bytes,
         "a top 3 of g = 3 by id received {bytes} bytes"
     );
+    // A job queue's claim (`UPDATE … ORDER BY id LIMIT 1`) reads a few
+    // candidates of each partition, not the table.
+    let before = engine.cluster.stats();
+    q(
+        &mut conn,
+        "UPDATE r SET v = 'taken' WHERE v <> 'taken' ORDER BY id DESC LIMIT 2",
+    );
+    let bytes = engine.cluster.stats().bytes_received - before.bytes_received;
+    assert_eq!(q(&mut conn, "SELECT ROW_COUNT()"), [["2"]]);
+    assert!(
+        bytes * 20 < whole_bytes,
+        "a claim of 2 received {bytes} bytes"
+    );
+    let taken = q(&mut conn, "SELECT id FROM r WHERE v = 'taken' ORDER BY id");
+    assert_eq!(taken, [["1998"], ["1999"]]);
     // A LIMIT near the table's rows reads it whole, in one scan.
     let (rows, _, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k LIMIT 400");
     assert_eq!(rows.len(), 400);

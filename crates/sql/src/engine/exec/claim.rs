@@ -246,6 +246,52 @@ pub(crate) fn claim_unordered(
     }
 }
 
+/// Where an ordered claim's candidates come from (`claim_in_order`): the
+/// first rows of each partition in ORDER BY's order, when an ordered index
+/// gives that order (`Some((partition, rows))`), or all of them (`None`).
+pub(crate) type CandidatesOf<'f> =
+    dyn FnMut(Option<(u32, usize)>, &mut Ctx<'_>) -> SqlResult<Rows> + 'f;
+
+/// Puts an ordered claim's candidates in ORDER BY's order (ties by
+/// primary key) and gives their keys.
+pub(crate) type InOrder<'f> = dyn FnMut(Rows, &mut Ctx<'_>) -> SqlResult<Vec<Vec<Value>>> + 'f;
+
+/// [`claim`] in ORDER BY's order: `order` puts candidates in it (ties by
+/// primary key) and gives their keys. With `partitions` (the access reads
+/// an ordered index in that order), a few more than wanted from each
+/// partition first — the first rows of the table are among them — so a
+/// long queue is not read whole for one job; all candidates only when
+/// those were not enough (others took them meanwhile). The rows that lot
+/// took stay locked by the statement and are taken again from the whole.
+pub(crate) fn claim_in_order(
+    tx: &Transaction<'_>,
+    c: &Claim<'_>,
+    want: usize,
+    ctx: &mut Ctx<'_>,
+    partitions: Option<u32>,
+    candidates: &mut CandidatesOf<'_>,
+    order: &mut InOrder<'_>,
+) -> SqlResult<Rows> {
+    if let Some(partitions) = partitions {
+        let per = want.saturating_mul(2).max(CANDIDATES_MIN);
+        let mut found = Vec::new();
+        let mut cut = false;
+        for partition in 0..partitions {
+            let rows = candidates(Some((partition, per)), ctx)?;
+            cut |= rows.len() >= per;
+            found.extend(rows);
+        }
+        let keys = order(found, ctx)?;
+        let taken = claim(tx, c, &keys, want, ctx)?;
+        if taken.len() >= want || !cut {
+            return Ok(taken);
+        }
+    }
+    let found = candidates(None, ctx)?;
+    let keys = order(found, ctx)?;
+    claim(tx, c, &keys, want, ctx)
+}
+
 /// Fewest candidates an unordered claim reads at a time.
 const CANDIDATES_MIN: usize = 16;
 

@@ -629,6 +629,8 @@ pub(crate) fn fetch<'c>(
 
 /// [`fetch`]'s rows read without a lock, each with its primary key (which
 /// a committed scan's rows otherwise go without): a claim's candidates.
+/// `order`: one partition only, read in its index order (descending or
+/// not).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fetch_keyed(
     tx: &Transaction<'_>,
@@ -639,6 +641,7 @@ pub(crate) fn fetch_keyed(
     ctx: &mut Ctx<'_>,
     stop_after: Option<usize>,
     columns: Option<&[&str]>,
+    order: Option<(u32, bool)>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
     let mut out = Vec::new();
     let each = |row: Vec<Val>, key: Vec<Value>, _: &mut Ctx<'_>| -> SqlResult<bool> {
@@ -650,12 +653,16 @@ pub(crate) fn fetch_keyed(
         out.push((row, key));
         Ok(stop_after.is_none_or(|n| out.len() < n))
     };
+    // Batches no larger than the rows wanted: a partition's first batch
+    // would bring 256 rows for the 16 a claim looks at.
     let shape = ScanShape {
         keyed: true,
-        ..ScanShape::default()
+        partition: order.map(|(partition, _)| partition),
+        batch_rows: stop_after.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
     };
+    let descending = order.is_some_and(|(_, descending)| descending);
     fetch_each(
-        tx, table, access, filter, None, false, cond, ctx, None, columns, shape, each,
+        tx, table, access, filter, None, descending, cond, ctx, None, columns, shape, each,
     )?;
     Ok(out)
 }

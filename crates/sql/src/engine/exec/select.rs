@@ -3354,55 +3354,76 @@ fn run_claimed(
                 ctx,
                 Some(stop),
                 columns,
+                None,
             )?;
             Ok(found.into_iter().map(|(_, key)| key).collect())
         })?
     } else {
-        let mut found = super::fetch_keyed(
-            tx,
-            table,
-            &access,
-            filter,
-            cond.as_deref(),
-            ctx,
-            None,
-            columns,
-        )?;
-        // Ties in primary-key order (the sort below is stable).
-        let def = table.native.def();
-        found.sort_by_cached_key(|(_, key)| super::write::key_bytes(def, key));
-        // Each candidate tagged with its place, the one item sorted.
-        let width = table.columns.len();
-        let mut keys = Vec::with_capacity(found.len());
-        let tagged: Found = found
-            .into_iter()
-            .enumerate()
-            .map(|(at, (mut row, key))| {
-                debug_assert_eq!(row.len(), width, "rows of one table");
-                row.push(Val::Int(at as i64));
-                keys.push(key);
-                (row, Vec::new())
-            })
-            .collect();
-        let tagging = Planned {
-            items: vec![Expr::Col(width)],
-            limit: None,
-            offset: 0,
-            ..clone_planned(p)
+        // Each partition's first candidates when an ordered index gives
+        // the order (`claim_in_order`).
+        let partitions = match plan::partition_keys(table, cond.as_deref(), ctx)? {
+            None if in_index_order(p, &access) => Some(table.native.def().partitions),
+            _ => None,
         };
-        // The order's warnings are the claimed rows' (below), not every
-        // candidate's.
-        let warned = ctx.warnings.len();
-        let ordered = shape_found(&tagging, tagged, false, ctx)?;
-        ctx.warnings.truncate(warned);
-        let in_order: Vec<Vec<schema::Value>> = ordered
-            .into_iter()
-            .map(|row| match row.first() {
-                Some(Val::Int(at)) => std::mem::take(&mut keys[*at as usize]),
-                other => unreachable!("the tag column, not {other:?}"),
-            })
-            .collect();
-        super::claim::claim(tx, &c, &in_order, want, ctx)?
+        let descending = p.order[0].1;
+        let mut candidates = |part: Option<(u32, usize)>, ctx: &mut Ctx<'_>| {
+            super::fetch_keyed(
+                tx,
+                table,
+                &access,
+                filter.clone(),
+                cond.as_deref(),
+                ctx,
+                part.map(|(_, rows)| rows),
+                columns,
+                part.map(|(partition, _)| (partition, descending)),
+            )
+        };
+        let mut in_order = |mut found: Found, ctx: &mut Ctx<'_>| {
+            // Ties in primary-key order (the sort below is stable).
+            let def = table.native.def();
+            found.sort_by_cached_key(|(_, key)| super::write::key_bytes(def, key));
+            // Each candidate tagged with its place, the one item sorted.
+            let width = table.columns.len();
+            let mut keys = Vec::with_capacity(found.len());
+            let tagged: Found = found
+                .into_iter()
+                .enumerate()
+                .map(|(at, (mut row, key))| {
+                    debug_assert_eq!(row.len(), width, "rows of one table");
+                    row.push(Val::Int(at as i64));
+                    keys.push(key);
+                    (row, Vec::new())
+                })
+                .collect();
+            let tagging = Planned {
+                items: vec![Expr::Col(width)],
+                limit: None,
+                offset: 0,
+                ..clone_planned(p)
+            };
+            // The order's warnings are the claimed rows' (below), not
+            // every candidate's.
+            let warned = ctx.warnings.len();
+            let ordered = shape_found(&tagging, tagged, false, ctx)?;
+            ctx.warnings.truncate(warned);
+            Ok(ordered
+                .into_iter()
+                .map(|row| match row.first() {
+                    Some(Val::Int(at)) => std::mem::take(&mut keys[*at as usize]),
+                    other => unreachable!("the tag column, not {other:?}"),
+                })
+                .collect())
+        };
+        super::claim::claim_in_order(
+            tx,
+            &c,
+            want,
+            ctx,
+            partitions,
+            &mut candidates,
+            &mut in_order,
+        )?
     };
     shape_found(p, claimed, false, ctx)
 }
@@ -3612,6 +3633,13 @@ fn order_by_index(
 /// within each partition (a prefix of its columns, one direction): the
 /// first n rows of every partition then hold the first n of all.
 fn in_index_order(p: &Planned, access: &Access) -> bool {
+    let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
+    plain && follows_index(&p.order, access)
+}
+
+/// Whether `access` reads an ordered index in `order` within each
+/// partition ([`in_index_order`] of rows not grouped).
+pub(super) fn follows_index(order: &[(Expr, bool)], access: &Access) -> bool {
     let Access::Range {
         columns,
         points,
@@ -3622,9 +3650,7 @@ fn in_index_order(p: &Planned, access: &Access) -> bool {
     else {
         return false;
     };
-    let order = p.order.as_slice();
-    let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
-    if !plain || order.is_empty() || !points.is_empty() {
+    if order.is_empty() || !points.is_empty() {
         return false;
     }
     // Leading index columns the range fixes to one value (`WHERE u = 3`

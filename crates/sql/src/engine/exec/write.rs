@@ -3162,26 +3162,61 @@ fn claimed_targets(
                 ctx,
                 Some(stop),
                 columns,
+                None,
             )?;
             Ok(found.into_iter().map(|(_, key)| key).collect())
         })?;
         return Ok(Some(rows));
     }
-    // Every candidate, in ORDER BY's order (ties by primary key, so that
-    // every claim orders the same rows alike).
+    // Candidates in ORDER BY's order, ties by primary key (so that every
+    // claim orders the same rows alike); each partition's first ones
+    // when an ordered index gives the order (a scan reads that index).
     let def = table.native.def();
-    let found = super::fetch_keyed(tx, table, access, filter.clone(), cond, ctx, None, columns)?;
-    let mut keyed = Vec::with_capacity(found.len());
-    for (row, key) in found {
-        let by = order
-            .iter()
-            .map(|(e, _)| e.eval(&row, ctx))
-            .collect::<SqlResult<Vec<_>>>()?;
-        keyed.push((by, key_bytes(def, &key), key));
-    }
-    keyed.sort_by(|a, b| order_cmp(order, &a.0, &b.0).then_with(|| a.1.cmp(&b.1)));
-    let keys: Vec<Vec<Value>> = keyed.into_iter().map(|(_, _, key)| key).collect();
-    Ok(Some(claim::claim(tx, &c, &keys, limit, ctx)?))
+    let along = match access {
+        plan::Access::Scan => plan::ordered_index_for(table, order),
+        _ => None,
+    };
+    let access = along.as_ref().unwrap_or(access);
+    let partitions = match plan::partition_keys(table, cond, ctx)? {
+        None if super::select::follows_index(order, access) => Some(def.partitions),
+        _ => None,
+    };
+    let descending = order[0].1;
+    let mut candidates = |part: Option<(u32, usize)>, ctx: &mut Ctx<'_>| {
+        super::fetch_keyed(
+            tx,
+            table,
+            access,
+            filter.clone(),
+            cond,
+            ctx,
+            part.map(|(_, rows)| rows),
+            columns,
+            part.map(|(partition, _)| (partition, descending)),
+        )
+    };
+    let mut in_order = |found: claim::Rows, ctx: &mut Ctx<'_>| {
+        let mut keyed = Vec::with_capacity(found.len());
+        for (row, key) in found {
+            let by = order
+                .iter()
+                .map(|(e, _)| e.eval(&row, ctx))
+                .collect::<SqlResult<Vec<_>>>()?;
+            keyed.push((by, key_bytes(def, &key), key));
+        }
+        keyed.sort_by(|a, b| order_cmp(order, &a.0, &b.0).then_with(|| a.1.cmp(&b.1)));
+        Ok(keyed.into_iter().map(|(_, _, key)| key).collect())
+    };
+    let rows = claim::claim_in_order(
+        tx,
+        &c,
+        limit,
+        ctx,
+        partitions,
+        &mut candidates,
+        &mut in_order,
+    )?;
+    Ok(Some(rows))
 }
 
 /// ORDER BY's comparison of two rows' order values (NULLs first, as
