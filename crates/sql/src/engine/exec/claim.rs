@@ -31,12 +31,13 @@
 use std::sync::Arc;
 
 use schema::Value;
-use skarv_client::{ExecMode, LockWait, Op, OpResult, Transaction};
+use skarv_client::{ExecMode, Filter, LockWait, Op, OpResult, Transaction};
 
 use super::write::key_bytes;
 use super::{key_read, sql_row, txn, RowLock, OPS_PER_EXECUTE_MAX};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::{Ctx, Expr, Val};
+use crate::engine::plan::Access;
 use crate::error::SqlResult;
 
 /// Rows claimed: each row's values and its primary key.
@@ -213,27 +214,61 @@ fn wait_for(
     Ok(None)
 }
 
+/// Where a claim's candidates are read from, without a lock: the
+/// statement's access, pushed filter and condition, and the columns its
+/// WHERE and ORDER BY name.
+pub(crate) struct Candidates<'a> {
+    pub table: &'a Arc<TableInfo>,
+    pub access: &'a Access,
+    pub filter: &'a Option<Filter>,
+    pub cond: Option<&'a Expr>,
+    pub columns: Option<&'a [&'a str]>,
+}
+
+impl Candidates<'_> {
+    /// At most `stop` candidates (None: all), each with its key; `along`:
+    /// one partition only, in index order (its number, descending).
+    fn read(
+        &self,
+        tx: &Transaction<'_>,
+        ctx: &mut Ctx<'_>,
+        stop: Option<usize>,
+        along: Option<(u32, bool)>,
+    ) -> SqlResult<Rows> {
+        super::fetch_keyed(
+            tx,
+            self.table,
+            self.access,
+            self.filter.clone(),
+            self.cond,
+            ctx,
+            stop,
+            self.columns,
+            along,
+        )
+    }
+}
+
 /// [`claim`] of rows in no particular order: candidates read a few more
-/// than wanted at a time (`candidates(n)`: at most n keys, the same first
-/// ones again on a second call, as a scan that stops early returns them),
-/// more when those run out, each lot in primary-key order.
+/// than wanted at a time (a scan that stops early returns the same first
+/// ones again), more when those run out, each lot in primary-key order.
 pub(crate) fn claim_unordered(
     tx: &Transaction<'_>,
     c: &Claim<'_>,
     want: usize,
     ctx: &mut Ctx<'_>,
-    mut candidates: impl FnMut(usize, &mut Ctx<'_>) -> SqlResult<Vec<Vec<Value>>>,
+    from: &Candidates<'_>,
 ) -> SqlResult<Rows> {
     let def = c.table.native.def();
     let mut taken = Vec::with_capacity(want.min(CLAIM_ROWS_MAX));
     let mut seen = std::collections::HashSet::new();
     let mut stop = want.saturating_mul(2).max(CANDIDATES_MIN);
     loop {
-        let found = candidates(stop, ctx)?;
+        let found = from.read(tx, ctx, Some(stop), None)?;
         let exhausted = found.len() < stop;
         let mut fresh: Vec<(Vec<u8>, Vec<Value>)> = found
             .into_iter()
-            .map(|key| (key_bytes(def, &key), key))
+            .map(|(_, key)| (key_bytes(def, &key), key))
             .filter(|(bytes, _)| seen.insert(bytes.clone()))
             .collect();
         fresh.sort_by(|a, b| a.0.cmp(&b.0));
@@ -246,19 +281,14 @@ pub(crate) fn claim_unordered(
     }
 }
 
-/// Where an ordered claim's candidates come from (`claim_in_order`): the
-/// first rows of each partition in ORDER BY's order, when an ordered index
-/// gives that order (`Some((partition, rows))`), or all of them (`None`).
-pub(crate) type CandidatesOf<'f> =
-    dyn FnMut(Option<(u32, usize)>, &mut Ctx<'_>) -> SqlResult<Rows> + 'f;
-
 /// Puts an ordered claim's candidates in ORDER BY's order (ties by
 /// primary key) and gives their keys.
 pub(crate) type InOrder<'f> = dyn FnMut(Rows, &mut Ctx<'_>) -> SqlResult<Vec<Vec<Value>>> + 'f;
 
 /// [`claim`] in ORDER BY's order: `order` puts candidates in it (ties by
-/// primary key) and gives their keys. With `partitions` (the access reads
-/// an ordered index in that order), a few more than wanted from each
+/// primary key) and gives their keys. With `along` (the table's
+/// partitions and whether descending: the access reads an ordered index
+/// in that order), a few more than wanted from each
 /// partition first — the first rows of the table are among them — so a
 /// long queue is not read whole for one job; all candidates only when
 /// those were not enough (others took them meanwhile). The rows that lot
@@ -268,16 +298,16 @@ pub(crate) fn claim_in_order(
     c: &Claim<'_>,
     want: usize,
     ctx: &mut Ctx<'_>,
-    partitions: Option<u32>,
-    candidates: &mut CandidatesOf<'_>,
+    from: &Candidates<'_>,
+    along: Option<(u32, bool)>,
     order: &mut InOrder<'_>,
 ) -> SqlResult<Rows> {
-    if let Some(partitions) = partitions {
+    if let Some((partitions, descending)) = along {
         let per = want.saturating_mul(2).max(CANDIDATES_MIN);
         let mut found = Vec::new();
         let mut cut = false;
         for partition in 0..partitions {
-            let rows = candidates(Some((partition, per)), ctx)?;
+            let rows = from.read(tx, ctx, Some(per), Some((partition, descending)))?;
             cut |= rows.len() >= per;
             found.extend(rows);
         }
@@ -287,7 +317,7 @@ pub(crate) fn claim_in_order(
             return Ok(taken);
         }
     }
-    let found = candidates(None, ctx)?;
+    let found = from.read(tx, ctx, None, None)?;
     let keys = order(found, ctx)?;
     claim(tx, c, &keys, want, ctx)
 }

@@ -3342,42 +3342,23 @@ fn run_claimed(
         may_unlock: super::claim::may_unlock(tx, table),
         columns: read.as_deref(),
     };
-    let columns = columns.as_deref();
+    let from = super::claim::Candidates {
+        table,
+        access: &access,
+        filter: &filter,
+        cond: cond.as_deref(),
+        columns: columns.as_deref(),
+    };
     let claimed = if p.order.is_empty() {
-        super::claim::claim_unordered(tx, &c, want, ctx, |stop, ctx| {
-            let found = super::fetch_keyed(
-                tx,
-                table,
-                &access,
-                filter.clone(),
-                cond.as_deref(),
-                ctx,
-                Some(stop),
-                columns,
-                None,
-            )?;
-            Ok(found.into_iter().map(|(_, key)| key).collect())
-        })?
+        super::claim::claim_unordered(tx, &c, want, ctx, &from)?
     } else {
         // Each partition's first candidates when an ordered index gives
         // the order (`claim_in_order`).
-        let partitions = match plan::partition_keys(table, cond.as_deref(), ctx)? {
-            None if in_index_order(p, &access) => Some(table.native.def().partitions),
+        let along = match plan::partition_keys(table, cond.as_deref(), ctx)? {
+            None if in_index_order(p, &access) => {
+                Some((table.native.def().partitions, p.order[0].1))
+            }
             _ => None,
-        };
-        let descending = p.order[0].1;
-        let mut candidates = |part: Option<(u32, usize)>, ctx: &mut Ctx<'_>| {
-            super::fetch_keyed(
-                tx,
-                table,
-                &access,
-                filter.clone(),
-                cond.as_deref(),
-                ctx,
-                part.map(|(_, rows)| rows),
-                columns,
-                part.map(|(partition, _)| (partition, descending)),
-            )
         };
         let mut in_order = |mut found: Found, ctx: &mut Ctx<'_>| {
             // Ties in primary-key order (the sort below is stable).
@@ -3415,15 +3396,7 @@ fn run_claimed(
                 })
                 .collect())
         };
-        super::claim::claim_in_order(
-            tx,
-            &c,
-            want,
-            ctx,
-            partitions,
-            &mut candidates,
-            &mut in_order,
-        )?
+        super::claim::claim_in_order(tx, &c, want, ctx, &from, along, &mut in_order)?
     };
     shape_found(p, claimed, false, ctx)
 }

@@ -3152,21 +3152,14 @@ fn claimed_targets(
     };
     let columns = columns.as_deref();
     if order.is_empty() {
-        let rows = claim::claim_unordered(tx, &c, limit, ctx, |stop, ctx| {
-            let found = super::fetch_keyed(
-                tx,
-                table,
-                access,
-                filter.clone(),
-                cond,
-                ctx,
-                Some(stop),
-                columns,
-                None,
-            )?;
-            Ok(found.into_iter().map(|(_, key)| key).collect())
-        })?;
-        return Ok(Some(rows));
+        let from = claim::Candidates {
+            table,
+            access,
+            filter,
+            cond,
+            columns,
+        };
+        return Ok(Some(claim::claim_unordered(tx, &c, limit, ctx, &from)?));
     }
     // Candidates in ORDER BY's order, ties by primary key (so that every
     // claim orders the same rows alike); each partition's first ones
@@ -3177,23 +3170,16 @@ fn claimed_targets(
         _ => None,
     };
     let access = along.as_ref().unwrap_or(access);
-    let partitions = match plan::partition_keys(table, cond, ctx)? {
-        None if super::select::follows_index(order, access) => Some(def.partitions),
+    let along = match plan::partition_keys(table, cond, ctx)? {
+        None if super::select::follows_index(order, access) => Some((def.partitions, order[0].1)),
         _ => None,
     };
-    let descending = order[0].1;
-    let mut candidates = |part: Option<(u32, usize)>, ctx: &mut Ctx<'_>| {
-        super::fetch_keyed(
-            tx,
-            table,
-            access,
-            filter.clone(),
-            cond,
-            ctx,
-            part.map(|(_, rows)| rows),
-            columns,
-            part.map(|(partition, _)| (partition, descending)),
-        )
+    let from = claim::Candidates {
+        table,
+        access,
+        filter,
+        cond,
+        columns,
     };
     let mut in_order = |found: claim::Rows, ctx: &mut Ctx<'_>| {
         let mut keyed = Vec::with_capacity(found.len());
@@ -3207,15 +3193,7 @@ fn claimed_targets(
         keyed.sort_by(|a, b| order_cmp(order, &a.0, &b.0).then_with(|| a.1.cmp(&b.1)));
         Ok(keyed.into_iter().map(|(_, _, key)| key).collect())
     };
-    let rows = claim::claim_in_order(
-        tx,
-        &c,
-        limit,
-        ctx,
-        partitions,
-        &mut candidates,
-        &mut in_order,
-    )?;
+    let rows = claim::claim_in_order(tx, &c, limit, ctx, &from, along, &mut in_order)?;
     Ok(Some(rows))
 }
 
