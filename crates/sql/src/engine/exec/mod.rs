@@ -600,16 +600,6 @@ pub(crate) fn fetch<'c>(
     commit: Option<&mut bool>,
     columns: Option<&[&str]>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
-    let mut out = Vec::new();
-    let each = |row: Vec<Val>, key: Vec<Value>, _: &mut Ctx<'c>| -> SqlResult<bool> {
-        if out.len() >= FETCH_ROWS_MAX {
-            return Err(SqlError::unsupported(format_args!(
-                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
-            )));
-        }
-        out.push((row, key));
-        Ok(stop_after.is_none_or(|n| out.len() < n))
-    };
     // A locking read that stops after a few rows asks for batches of that
     // many: every row a batch brings is locked to the transaction's end,
     // read or not (the default batch is 256 rows from each partition).
@@ -621,6 +611,46 @@ pub(crate) fn fetch<'c>(
         batch_rows,
         ..ScanShape::default()
     };
+    let (read, commit) = (Read { lock, descending }, commit);
+    fetch_kept(
+        tx, table, access, filter, read, cond, ctx, stop_after, commit, columns, shape,
+    )
+}
+
+/// How [`fetch_kept`] locks and in which direction it reads an index.
+#[derive(Clone, Copy)]
+struct Read {
+    lock: Option<RowLock>,
+    descending: bool,
+}
+
+/// [`fetch_each`]'s rows kept (at most `FETCH_ROWS_MAX`), up to
+/// `stop_after`.
+#[allow(clippy::too_many_arguments)]
+fn fetch_kept<'c>(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &Access,
+    filter: Option<Filter>,
+    read: Read,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'c>,
+    stop_after: Option<usize>,
+    commit: Option<&mut bool>,
+    columns: Option<&[&str]>,
+    shape: ScanShape,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+    let mut out = Vec::new();
+    let each = |row: Vec<Val>, key: Vec<Value>, _: &mut Ctx<'c>| -> SqlResult<bool> {
+        if out.len() >= FETCH_ROWS_MAX {
+            return Err(SqlError::unsupported(format_args!(
+                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
+            )));
+        }
+        out.push((row, key));
+        Ok(stop_after.is_none_or(|n| out.len() < n))
+    };
+    let Read { lock, descending } = read;
     fetch_each(
         tx, table, access, filter, lock, descending, cond, ctx, commit, columns, shape, each,
     )?;
@@ -643,16 +673,6 @@ pub(crate) fn fetch_keyed(
     columns: Option<&[&str]>,
     order: Option<(u32, bool)>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
-    let mut out = Vec::new();
-    let each = |row: Vec<Val>, key: Vec<Value>, _: &mut Ctx<'_>| -> SqlResult<bool> {
-        if out.len() >= FETCH_ROWS_MAX {
-            return Err(SqlError::unsupported(format_args!(
-                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
-            )));
-        }
-        out.push((row, key));
-        Ok(stop_after.is_none_or(|n| out.len() < n))
-    };
     // Batches no larger than the rows wanted: a partition's first batch
     // would bring 256 rows for the 16 a claim looks at.
     let shape = ScanShape {
@@ -660,11 +680,13 @@ pub(crate) fn fetch_keyed(
         partition: order.map(|(partition, _)| partition),
         batch_rows: stop_after.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
     };
-    let descending = order.is_some_and(|(_, descending)| descending);
-    fetch_each(
-        tx, table, access, filter, None, descending, cond, ctx, None, columns, shape, each,
-    )?;
-    Ok(out)
+    let read = Read {
+        lock: None,
+        descending: order.is_some_and(|(_, descending)| descending),
+    };
+    fetch_kept(
+        tx, table, access, filter, read, cond, ctx, stop_after, None, columns, shape,
+    )
 }
 
 /// How [`fetch_each`] scans, beyond what it reads.

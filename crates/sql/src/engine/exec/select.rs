@@ -2420,8 +2420,17 @@ fn stream(
     // Whether a top N in index order reads each partition's first rows
     // depends on the table's size (`top_partitions`): its row count,
     // fetched at most once per `STATS_REFRESH_MS` per table and SQL node.
-    if let (Some(table), None, Some(_), false) = (&p.table, &p.join, p.limit, p.order.is_empty()) {
-        crate::engine::stats::refresh(conn, table);
+    // Only where it can matter: no lock, several partitions, a small top.
+    if let (Some(table), None, Some(limit), false) =
+        (&p.table, &p.join, p.limit, p.order.is_empty())
+    {
+        let top = usize::try_from(limit.saturating_add(p.offset)).unwrap_or(usize::MAX);
+        if p.lock.is_none()
+            && table.native.def().partitions > 1
+            && top <= TOP_PER_PARTITION_ROWS_MAX
+        {
+            crate::engine::stats::refresh(conn, table);
+        }
     }
     let tx = txn::take(conn)?;
     let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);

@@ -3150,36 +3150,29 @@ fn claimed_targets(
         may_unlock: claim::may_unlock(tx, table),
         columns: None,
     };
-    let columns = columns.as_deref();
-    if order.is_empty() {
-        let from = claim::Candidates {
-            table,
-            access,
-            filter,
-            cond,
-            columns,
-        };
-        return Ok(Some(claim::claim_unordered(tx, &c, limit, ctx, &from)?));
-    }
-    // Candidates in ORDER BY's order, ties by primary key (so that every
-    // claim orders the same rows alike); each partition's first ones
-    // when an ordered index gives the order (a scan reads that index).
-    let def = table.native.def();
-    let along = match access {
+    // Under an ORDER BY a scan reads the ordered index that gives it.
+    let index_read = match access {
         plan::Access::Scan => plan::ordered_index_for(table, order),
         _ => None,
     };
-    let access = along.as_ref().unwrap_or(access);
-    let along = match plan::partition_keys(table, cond, ctx)? {
-        None if super::select::follows_index(order, access) => Some((def.partitions, order[0].1)),
-        _ => None,
-    };
+    let access = index_read.as_ref().unwrap_or(access);
     let from = claim::Candidates {
         table,
         access,
         filter,
         cond,
-        columns,
+        columns: columns.as_deref(),
+    };
+    if order.is_empty() {
+        return Ok(Some(claim::claim_unordered(tx, &c, limit, ctx, &from)?));
+    }
+    // Candidates in ORDER BY's order, ties by primary key (so that every
+    // claim orders the same rows alike); each partition's first ones
+    // when an ordered index gives the order.
+    let def = table.native.def();
+    let along = match plan::partition_keys(table, cond, ctx)? {
+        None if super::select::follows_index(order, access) => Some((def.partitions, order[0].1)),
+        _ => None,
     };
     let mut in_order = |found: claim::Rows, ctx: &mut Ctx<'_>| {
         let mut keyed = Vec::with_capacity(found.len());
