@@ -457,6 +457,57 @@ fn top_n_in_index_order() {
     );
     let taken = q(&mut conn, "SELECT id FROM r WHERE v = 'taken' ORDER BY id");
     assert_eq!(taken, [["1998"], ["1999"]]);
+    // A join ordered by the first table's primary key reads that table
+    // along it, a few rows of each partition, not the join: the
+    // customers-first plan would read every row of r by its g.
+    q(
+        &mut conn,
+        "CREATE TABLE c (id INT PRIMARY KEY, name VARCHAR(20), region INT)",
+    );
+    let customers: Vec<String> = (0..50)
+        .map(|x| format!("({x}, 'n{x}', {})", x % 5))
+        .collect();
+    q(
+        &mut conn,
+        &format!("INSERT INTO c VALUES {}", customers.join(",")),
+    );
+    q(&mut conn, "ANALYZE TABLE c");
+    let latest = "SELECT r.id, c.name FROM r JOIN c ON c.id = r.g ORDER BY r.id DESC LIMIT 3";
+    let (rows, _, bytes) = read(&mut conn, latest);
+    assert_eq!(rows, [["1999", "n4"], ["1998", "n3"], ["1997", "n2"]]);
+    assert!(
+        bytes * 20 < whole_bytes,
+        "a join's top 3 received {bytes} bytes"
+    );
+    let plan = q(&mut conn, &format!("EXPLAIN {latest}"));
+    assert_eq!(
+        (
+            plan[0][2].as_str(),
+            plan[0][4].as_str(),
+            plan[0][6].as_str()
+        ),
+        ("r", "index", "PRIMARY"),
+        "{plan:?}"
+    );
+    assert!(!plan[0][11].contains("filesort"), "{plan:?}");
+    // A condition on the later table that one row in seven passes takes
+    // rounds of more rows per partition; one no row passes gives way to
+    // the plan without the order.
+    let (rows, _, bytes) = read(
+        &mut conn,
+        "SELECT r.id FROM r JOIN c ON c.id = r.g WHERE c.region = 3 ORDER BY r.id DESC LIMIT 10",
+    );
+    let expected: Vec<[String; 1]> = (0..10).map(|i| [(1998 - 7 * i).to_string()]).collect();
+    assert_eq!(rows, expected);
+    assert!(
+        bytes * 5 < whole_bytes,
+        "a join's top 10 of a seventh received {bytes} bytes"
+    );
+    let (rows, _, _) = read(
+        &mut conn,
+        "SELECT r.id FROM r JOIN c ON c.id = r.g WHERE c.name = 'nobody' ORDER BY r.id LIMIT 5",
+    );
+    assert!(rows.is_empty(), "{rows:?}");
     // A LIMIT near the table's rows reads it whole, in one scan.
     let (rows, _, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k LIMIT 400");
     assert_eq!(rows.len(), 400);

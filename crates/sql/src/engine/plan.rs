@@ -1684,6 +1684,48 @@ pub fn partitions_read(
     Ok(out)
 }
 
+/// Whether `access` reads an ordered index in `order` within each
+/// partition (a single table's rows not grouped, a join's first table).
+pub fn follows_index(order: &[(Expr, bool)], access: &Access) -> bool {
+    let Access::Range {
+        columns,
+        points,
+        lower,
+        upper,
+        ..
+    } = access
+    else {
+        return false;
+    };
+    if order.is_empty() || !points.is_empty() {
+        return false;
+    }
+    // Leading index columns the range fixes to one value (`WHERE u = 3`
+    // on an index of (u, t)) order nothing: ORDER BY t follows the index.
+    // A bound's last value fixes nothing when the bound is exclusive
+    // (`(u, t) > (3, 10)` and `u <= 3`: u is 3; `u > 3`: it is not).
+    let fixed = match (lower, upper) {
+        (Some((low, low_in)), Some((high, high_in))) => {
+            let cap = |bound: &[Value], inclusive: bool| bound.len() - usize::from(!inclusive);
+            low.iter()
+                .zip(high)
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(cap(low, *low_in))
+                .min(cap(high, *high_in))
+        }
+        _ => 0,
+    };
+    let is_col = |e: &Expr, c: usize| matches!(e, Expr::Col(x) if *x == c);
+    let start = (0..fixed)
+        .find(|&at| is_col(&order[0].0, columns[at]))
+        .unwrap_or(fixed);
+    let rest = &columns[start.min(columns.len())..];
+    order.iter().all(|(_, d)| *d == order[0].1)
+        && order.len() <= rest.len()
+        && order.iter().zip(rest).all(|((e, _), c)| is_col(e, *c))
+}
+
 /// An unbounded scan of the ordered index whose leading columns are the
 /// ORDER BY columns (all one direction), if there is one.
 pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Access> {

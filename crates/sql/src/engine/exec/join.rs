@@ -126,6 +126,196 @@ pub(crate) fn run_each(
     Ok(())
 }
 
+/// A top N of a join read along its first table's order
+/// ([`plan::join::plan_in_order`](crate::engine::plan::join::plan_in_order)):
+/// ORDER BY names only that table's columns, so a combined row sorts
+/// where its first table's row does, and the rows of the first table
+/// read in that order, joined until N combined rows are made, hold the
+/// top N. Web applications' "latest 20 orders with their customers".
+pub(crate) struct TopJoin {
+    /// The plan; its first step reads an ordered index in ORDER BY's order.
+    pub plan: JoinPlan,
+    /// ORDER BY's columns (positions in the first table) and collations.
+    pub keys: Vec<(usize, Option<schema::Collation>)>,
+    /// ORDER BY … DESC.
+    pub descending: bool,
+    /// OFFSET plus LIMIT: the combined rows wanted.
+    pub stop_after: usize,
+    /// The first table's rows it is estimated to read (`EXPLAIN`'s).
+    pub rows: u64,
+    /// Most rows (every table's) the run may expect to read before it
+    /// gives up for the plan chosen without the order: the estimate of
+    /// what that reads.
+    pub budget: u64,
+}
+
+/// Fewest rows a top N join reads from each partition of its first table
+/// in its first round.
+pub(crate) const TOP_JOIN_ROWS_MIN: usize = 16;
+
+/// Runs a [`TopJoin`], handing `each` the combined rows of the first
+/// table's rows in rounds: each round reads the first `k` rows of every
+/// partition in index order (k = N, then doubled), and the rows below the
+/// lowest last row among the partitions that had more (every partition's
+/// rows up to there are all read) go through the later steps; rows of
+/// earlier rounds are passed by. It ends once N combined rows are made or
+/// the table is read to its end. Ok(false): after a round, the rows read
+/// so far times N over the rows made passed the budget (a WHERE on the
+/// later tables that few rows pass); the caller then forgets what `each`
+/// had and runs the plan chosen without the order.
+pub(crate) fn run_top(
+    tx: &Transaction<'_>,
+    spec: &JoinSpec,
+    top: &TopJoin,
+    ctx: &mut Ctx<'_>,
+    stats: Option<&mut Vec<StepStats>>,
+    each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
+) -> SqlResult<bool> {
+    let plan = &top.plan;
+    let first = &plan.steps[0];
+    let t = &spec.tables[first.table];
+    let StepAccess::Own(access) = &first.access else {
+        unreachable!("a top N join's first table is read on its own, in order");
+    };
+    let mut runner = Runner {
+        tx,
+        spec,
+        plan,
+        lock: None,
+        kept: (0..plan.steps.len()).map(|_| None).collect(),
+        stats: vec![StepStats::default(); plan.steps.len()],
+    };
+    let finished = top_rounds(&mut runner, t, access, top, ctx, each);
+    if let Some(s) = stats {
+        *s = runner.stats;
+    }
+    finished
+}
+
+/// The rounds of [`run_top`].
+fn top_rounds(
+    runner: &mut Runner<'_, '_>,
+    t: &crate::engine::plan::join::JoinTable,
+    access: &crate::engine::plan::Access,
+    top: &TopJoin,
+    ctx: &mut Ctx<'_>,
+    each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
+) -> SqlResult<bool> {
+    let spec = runner.spec;
+    let first = &runner.plan.steps[0];
+    let partitions = t.table.native.def().partitions;
+    // Two rows of the first table by ORDER BY (descending reversed).
+    let cmp = |a: &[Val], b: &[Val]| -> Ordering {
+        for (col, coll) in &top.keys {
+            let o = super::select::order_cmp(&a[*col], &b[*col], *coll);
+            let o = if top.descending { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    };
+    let empty = vec![Val::Null; spec.columns.len()];
+    let mut per_partition = top.stop_after.max(TOP_JOIN_ROWS_MIN);
+    // The rows before `done` went through the join in earlier rounds.
+    let mut done: Option<Vec<Val>> = None;
+    let mut made = 0usize;
+    loop {
+        let started = Instant::now();
+        let mut rows: Vec<Vec<Val>> = Vec::new();
+        // The lowest last row of the partitions not read to their end:
+        // every row before it is read.
+        let mut upto: Option<Vec<Val>> = None;
+        for part in 0..partitions {
+            let mut read = 0usize;
+            let mut last: Option<Vec<Val>> = None;
+            super::fetch_each(
+                runner.tx,
+                &t.table,
+                access,
+                first.filter.clone(),
+                None,
+                top.descending,
+                None,
+                ctx,
+                None,
+                None,
+                super::ScanShape {
+                    batch_rows: u32::try_from(per_partition).unwrap_or(u32::MAX),
+                    partition: Some(part),
+                    ..super::ScanShape::default()
+                },
+                |row, _key, _ctx| {
+                    read += 1;
+                    let earlier = done.as_deref().is_some_and(|d| cmp(&row, d).is_lt());
+                    if read == per_partition {
+                        last = Some(row.clone());
+                    }
+                    if !earlier {
+                        rows.push(row);
+                    }
+                    Ok(read < per_partition)
+                },
+            )?;
+            runner.stats[0].batches += 1;
+            runner.stats[0].read += read as u64;
+            if let Some(last) = last {
+                if upto.as_deref().is_none_or(|u| cmp(&last, u).is_lt()) {
+                    upto = Some(last);
+                }
+            }
+        }
+        if let Some(u) = upto.as_deref() {
+            rows.retain(|r| cmp(r, u).is_lt());
+        }
+        let mut combined = Vec::new();
+        for row in &rows {
+            combine(
+                spec,
+                first,
+                &empty,
+                std::iter::once(row),
+                ctx,
+                &mut combined,
+            )?;
+        }
+        runner.stats[0].rows += combined.len() as u64;
+        runner.stats[0].time += started.elapsed();
+        for chunk in combined.chunks(JOIN_BATCH_ROWS) {
+            let mut joined = chunk.to_vec();
+            for at in 1..runner.plan.steps.len() {
+                if joined.is_empty() {
+                    break;
+                }
+                joined = runner.step(at, joined, ctx)?;
+            }
+            for row in joined {
+                made += 1;
+                if !each(row, ctx)? {
+                    return Ok(true);
+                }
+            }
+        }
+        let Some(upto) = upto else {
+            // Every partition read to its end.
+            return Ok(true);
+        };
+        if made >= top.stop_after {
+            return Ok(true);
+        }
+        // What reaching N would read at the rate seen so far (at least
+        // one row made): past the budget, the plan chosen without the
+        // order is cheaper.
+        let spent: u64 = runner.stats.iter().map(|s| s.read).sum();
+        let projected = spent.saturating_mul(top.stop_after as u64) / made.max(1) as u64;
+        if projected > top.budget {
+            return Ok(false);
+        }
+        done = Some(upto);
+        per_partition = per_partition.saturating_mul(2);
+    }
+}
+
 /// Rows of a kept table by their hash join key.
 type Buckets = stdx::KeyMap<Vec<u8>, Vec<usize>>;
 

@@ -2442,7 +2442,11 @@ fn stream(
         };
         // A join's plan, or the one table's access.
         let read = match (&p.join, &p.table) {
-            (Some(spec), _) => Read::Join(spec, plan::join::plan(spec, p.cond.as_ref(), &mut ctx)?),
+            (Some(spec), _) => {
+                let plan = plan::join::plan(spec, p.cond.as_ref(), &mut ctx)?;
+                let top = top_join(p, spec, &plan, &mut ctx)?;
+                Read::Join(spec, plan, top)
+            }
             (None, Some(table)) => {
                 let (access, filter) = single_access(table, p, cond.as_deref(), &mut ctx)?;
                 let (descending, sorted) =
@@ -2470,7 +2474,9 @@ fn stream(
         let mut filesort = (unordered && top.is_none()).then(|| {
             filesort::FileSort::new(p, &key_items, sort_buffer_bytes, &std::env::temp_dir())
         });
-        let mut buffer: Vec<Shaped> = Vec::new();
+        // A top N join along its first table's order that gives up
+        // forgets the rows it kept (`join::run_top`).
+        let buffer: std::cell::RefCell<Vec<Shaped>> = std::cell::RefCell::new(Vec::new());
         let mut seen = 0usize;
         let mut out = Vec::with_capacity(plans.metas.len());
         let mut each = |mut row: Vec<Val>, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
@@ -2494,6 +2500,7 @@ fn stream(
                     return Ok(true);
                 }
                 let keep = top.expect("a top N or a file sort");
+                let mut buffer = buffer.borrow_mut();
                 buffer.push((values, keys));
                 if buffer.len() >= keep.saturating_mul(2).max(TOP_BUFFER_ROWS_MIN) {
                     sort_rows(p, &key_items, &mut buffer);
@@ -2518,8 +2525,19 @@ fn stream(
             Ok(seen < stop_after)
         };
         match read {
-            Read::Join(spec, plan) => {
-                super::join::run_each(&tx, spec, &plan, p.lock, &mut ctx, None, &mut each)?;
+            Read::Join(spec, plan, top_join) => {
+                let warned = ctx.warnings.len();
+                let finished = match &top_join {
+                    Some(t) => super::join::run_top(&tx, spec, t, &mut ctx, None, &mut each)?,
+                    None => false,
+                };
+                if !finished {
+                    if top_join.is_some() {
+                        buffer.borrow_mut().clear();
+                        ctx.warnings.truncate(warned);
+                    }
+                    super::join::run_each(&tx, spec, &plan, p.lock, &mut ctx, None, &mut each)?;
+                }
             }
             Read::Table {
                 table,
@@ -2593,6 +2611,7 @@ fn stream(
             }
         }
         if top.is_some() {
+            let mut buffer = buffer.take();
             sort_rows(p, &key_items, &mut buffer);
             for (values, _) in buffer.into_iter().skip(offset).take(limit) {
                 send_row(sink, &plans.metas, values, &mut out)?;
@@ -2636,7 +2655,13 @@ fn stream(
 /// What a streamed query reads: a join by its plan, or one table by its
 /// access (its scan direction, and whether rows come in ORDER BY's order).
 enum Read<'p> {
-    Join(&'p Arc<JoinSpec>, plan::join::JoinPlan),
+    /// A join: its plan, and the plan of a top N along its first
+    /// table's order when that reads less (`top_join`).
+    Join(
+        &'p Arc<JoinSpec>,
+        plan::join::JoinPlan,
+        Option<super::join::TopJoin>,
+    ),
     Table {
         table: &'p Arc<TableInfo>,
         access: Access,
@@ -3431,6 +3456,52 @@ fn shape_found(
     shape(p, found, ctx)
 }
 
+/// The combined rows of a join that pass its WHERE (but for the late
+/// conjuncts), and the plan that read them: a top N along the first
+/// table's order where `top_join` finds one (the rows before the N's
+/// last, which `shape` sorts and cuts), else the whole join, which a
+/// LIMIT without ORDER BY, grouping or DISTINCT stops.
+fn join_found(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    spec: &JoinSpec,
+    ctx: &mut Ctx<'_>,
+    mut stats: Option<&mut Vec<super::join::StepStats>>,
+) -> SqlResult<(Vec<Vec<Val>>, plan::join::JoinPlan)> {
+    let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
+    if let Some(top) = top_join(p, spec, &plan, ctx)? {
+        let warned = ctx.warnings.len();
+        let mut rows = Vec::new();
+        let finished =
+            super::join::run_top(tx, spec, &top, ctx, stats.as_deref_mut(), &mut |row, _| {
+                if rows.len() >= super::FETCH_ROWS_MAX {
+                    return Err(SqlError::unsupported(format_args!(
+                        "joins of more than {} rows in the SQL node",
+                        super::FETCH_ROWS_MAX
+                    )));
+                }
+                rows.push(row);
+                Ok(true)
+            })?;
+        if finished {
+            return Ok((rows, top.plan));
+        }
+        ctx.warnings.truncate(warned);
+    }
+    let plain = p.group.is_empty()
+        && p.aggs.is_empty()
+        && p.windows.is_empty()
+        && !p.distinct
+        && p.order.is_empty()
+        && p.late.is_none();
+    let stop_after = p
+        .limit
+        .filter(|_| plain && p.having.is_none())
+        .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
+    let rows = super::join::run(tx, spec, &plan, p.lock, ctx, stats, stop_after)?;
+    Ok((rows, plan))
+}
+
 /// The rows of a SELECT's FROM that pass its WHERE (but for the late
 /// conjuncts), and whether they come in ORDER BY's order.
 fn found_of(
@@ -3441,19 +3512,7 @@ fn found_of(
     stats: Option<&mut Vec<super::join::StepStats>>,
 ) -> SqlResult<(Found, bool)> {
     if let Some(spec) = &p.join {
-        let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
-        // A LIMIT without ORDER BY, grouping or DISTINCT stops the join.
-        let plain = p.group.is_empty()
-            && p.aggs.is_empty()
-            && p.windows.is_empty()
-            && !p.distinct
-            && p.order.is_empty()
-            && p.late.is_none();
-        let stop_after = p
-            .limit
-            .filter(|_| plain && p.having.is_none())
-            .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
-        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, stats, stop_after)?;
+        let (rows, _) = join_found(tx, p, spec, ctx, stats)?;
         return Ok((rows.into_iter().map(|r| (r, Vec::new())).collect(), false));
     }
     let Some(table) = &p.table else {
@@ -3616,50 +3675,7 @@ fn order_by_index(
 /// first n rows of every partition then hold the first n of all.
 fn in_index_order(p: &Planned, access: &Access) -> bool {
     let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
-    plain && follows_index(&p.order, access)
-}
-
-/// Whether `access` reads an ordered index in `order` within each
-/// partition ([`in_index_order`] of rows not grouped).
-pub(super) fn follows_index(order: &[(Expr, bool)], access: &Access) -> bool {
-    let Access::Range {
-        columns,
-        points,
-        lower,
-        upper,
-        ..
-    } = access
-    else {
-        return false;
-    };
-    if order.is_empty() || !points.is_empty() {
-        return false;
-    }
-    // Leading index columns the range fixes to one value (`WHERE u = 3`
-    // on an index of (u, t)) order nothing: ORDER BY t follows the index.
-    // A bound's last value fixes nothing when the bound is exclusive
-    // (`(u, t) > (3, 10)` and `u <= 3`: u is 3; `u > 3`: it is not).
-    let fixed = match (lower, upper) {
-        (Some((low, low_in)), Some((high, high_in))) => {
-            let cap =
-                |bound: &[schema::Value], inclusive: bool| bound.len() - usize::from(!inclusive);
-            low.iter()
-                .zip(high)
-                .take_while(|(a, b)| a == b)
-                .count()
-                .min(cap(low, *low_in))
-                .min(cap(high, *high_in))
-        }
-        _ => 0,
-    };
-    let is_col = |e: &Expr, c: usize| matches!(e, Expr::Col(x) if *x == c);
-    let start = (0..fixed)
-        .find(|&at| is_col(&order[0].0, columns[at]))
-        .unwrap_or(fixed);
-    let rest = &columns[start.min(columns.len())..];
-    order.iter().all(|(_, d)| *d == order[0].1)
-        && order.len() <= rest.len()
-        && order.iter().zip(rest).all(|((e, _), c)| is_col(e, *c))
+    plain && plan::follows_index(&p.order, access)
 }
 
 /// Fewest rows per partition, per row a partition's top N keeps, above
@@ -3700,6 +3716,95 @@ fn top_partitions(
         return Ok(None);
     }
     Ok(Some(partitions))
+}
+
+/// A join's ORDER BY … LIMIT read along its first table's order
+/// ([`super::join::TopJoin`]) when the order names the columns of one
+/// table that can go first, an ordered index of it gives that order, and
+/// that plan is estimated to read less than half what `normal` (the plan
+/// chosen without the order) reads: "the latest 20 orders with their
+/// customers" reads about 20 orders per partition and their 20
+/// customers, not every order (MariaDB reads its first table in index
+/// order when it can, and stops at the LIMIT). Without a lock, a LIMIT
+/// and OFFSET of at most `TOP_PER_PARTITION_ROWS_MAX`, rows not grouped.
+fn top_join(
+    p: &Planned,
+    spec: &JoinSpec,
+    normal: &plan::join::JoinPlan,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<super::join::TopJoin>> {
+    let plain = p.group.is_empty()
+        && p.aggs.is_empty()
+        && p.windows.is_empty()
+        && !p.distinct
+        && p.having.is_none()
+        && p.late.is_none();
+    let Some(limit) = p.limit else {
+        return Ok(None);
+    };
+    let stop_after = usize::try_from(limit.saturating_add(p.offset)).unwrap_or(usize::MAX);
+    if !plain || p.lock.is_some() || p.order.is_empty() || stop_after > TOP_PER_PARTITION_ROWS_MAX {
+        return Ok(None);
+    }
+    // ORDER BY columns of one table, one direction.
+    let descending = p.order[0].1;
+    let mut first = None;
+    let mut local = Vec::with_capacity(p.order.len());
+    for (e, d) in &p.order {
+        let Expr::Col(c) = e else {
+            return Ok(None);
+        };
+        let at = plan::join::table_at(spec, *c);
+        if at.is_none() || *d != descending || first.is_some_and(|f| Some(f) != at) {
+            return Ok(None);
+        }
+        first = at;
+        local.push((Expr::Col(*c - spec.tables[at.unwrap_or(0)].offset), *d));
+    }
+    let Some(first) = first else {
+        return Ok(None);
+    };
+    // The planning's warnings were the first plan's already.
+    let warned = ctx.warnings.len();
+    let ordered = plan::join::plan_in_order(spec, p.cond.as_ref(), ctx, first, &local);
+    ctx.warnings.truncate(warned);
+    let Some(ordered) = ordered? else {
+        return Ok(None);
+    };
+    // The first table's rows read: N for each later step's conditions
+    // that pass one row in FILTER_GUESS, times that again for its own
+    // filter, at least the first round's, at most the table.
+    let table = &spec.tables[first].table;
+    let partitions = u64::from(table.native.def().partitions);
+    let per_partition = stop_after.max(super::join::TOP_JOIN_ROWS_MIN) as u64;
+    let filtered = |s: &plan::join::Step| u32::from(s.filters());
+    let later: u32 = ordered.steps[1..].iter().map(filtered).sum();
+    let own = filtered(&ordered.steps[0]);
+    let wanted = (stop_after as u64)
+        .saturating_mul(plan::join::FILTER_GUESS.saturating_pow(later + own))
+        .max(partitions.saturating_mul(per_partition));
+    let first_rows = ordered.steps[0].rows.min(wanted);
+    let normal_cost = normal.cost(None);
+    let ordered_cost = ordered.cost(Some(first_rows));
+    if ordered_cost.saturating_mul(2) >= normal_cost {
+        return Ok(None);
+    }
+    let keys = local
+        .iter()
+        .enumerate()
+        .map(|(i, (e, _))| match e {
+            Expr::Col(c) => (*c, p.order_collations.get(i).copied().unwrap_or(GENERAL_CI)),
+            _ => unreachable!("ORDER BY's columns"),
+        })
+        .collect();
+    Ok(Some(super::join::TopJoin {
+        plan: ordered,
+        keys,
+        descending,
+        stop_after,
+        rows: first_rows,
+        budget: normal_cost.max(ordered_cost.saturating_mul(4)),
+    }))
 }
 
 fn clone_planned(p: &Planned) -> Planned {

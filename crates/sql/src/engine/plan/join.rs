@@ -240,6 +240,65 @@ pub struct JoinPlan {
     pub steps: Vec<Step>,
 }
 
+impl JoinPlan {
+    /// Estimated rows the plan reads: a table read on its own its rows
+    /// once, a table read by key the rows so far times its rows per key;
+    /// the first table's rows `first_rows` instead of its estimate when
+    /// given (a top N reads only its first few). A step with conditions
+    /// beyond what finds its rows (a pushed filter, a matching condition
+    /// besides the key) passes one row in [`FILTER_GUESS`] on. What a top
+    /// N along the first table's order weighs (`exec::select::top_join`).
+    pub fn cost(&self, first_rows: Option<u64>) -> u64 {
+        let mut outer: u64 = 1;
+        let mut cost: u64 = 0;
+        for (at, step) in self.steps.iter().enumerate() {
+            let rows = match first_rows {
+                Some(r) if at == 0 => r,
+                _ => step.rows,
+            };
+            match step.access {
+                StepAccess::Keyed(_) => {
+                    cost = cost.saturating_add(outer.saturating_mul(rows));
+                    outer = outer.saturating_mul(rows.max(1));
+                }
+                StepAccess::Own(_) => {
+                    cost = cost.saturating_add(rows);
+                    outer = if at > 0 && !step.matching.is_empty() {
+                        outer.max(rows)
+                    } else {
+                        outer.saturating_mul(rows.max(1))
+                    };
+                }
+            }
+            if step.filters() {
+                outer = (outer / FILTER_GUESS).max(1);
+            }
+        }
+        cost
+    }
+}
+
+/// One row in this many passes a condition whose selectivity the
+/// statistics do not give (a filter on a column without an index, a
+/// condition between tables besides the join key): MySQL's guess for an
+/// equality (`COND_FILTER_EQUALITY`, 0.1).
+pub const FILTER_GUESS: u64 = 10;
+
+impl Step {
+    /// Whether rows are dropped here by more than what finds them: a
+    /// pushed filter, conditions besides a key read's equalities, WHERE
+    /// after an outer join's NULL extension.
+    pub fn filters(&self) -> bool {
+        match &self.access {
+            StepAccess::Keyed(k) => {
+                self.filter.is_some() || self.matching.len() + self.post.len() > k.columns.len()
+            }
+            // Matched in memory on the link to the earlier tables.
+            StepAccess::Own(_) => self.filter.is_some() || !self.post.is_empty(),
+        }
+    }
+}
+
 /// The tables (bit set by written index) an expression reads.
 fn tables_of(spec: &JoinSpec, e: &Expr) -> u64 {
     let mut cols = Vec::new();
@@ -591,6 +650,42 @@ fn fold_constant_parts(spec: &JoinSpec, e: &Expr, ctx: &mut Ctx<'_>) -> SqlResul
 /// Plans a join: order and access of every table. `cond` is WHERE over the
 /// combined row. Evaluates constants (and placeholders) with `ctx`.
 pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResult<JoinPlan> {
+    let planned = plan_from(spec, cond, ctx, None)?;
+    Ok(planned.expect("a join planned freely always has a plan"))
+}
+
+/// Plans a join whose first table is `first`, read along an ordered
+/// index in `order` (ORDER BY over that table's own columns, one
+/// direction): what a top N read in that order runs (`exec::join::
+/// run_top`); the later tables are chosen as [`plan`] chooses them. None
+/// when `first` cannot go first (an outer join's inner table, one that
+/// must follow another), or its own conditions choose a range of another
+/// index or key reads (a few rows: nothing to gain), or no usable
+/// ordered index starts with ORDER BY's columns.
+pub fn plan_in_order(
+    spec: &JoinSpec,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    first: usize,
+    order: &[(Expr, bool)],
+) -> SqlResult<Option<JoinPlan>> {
+    let t = &spec.tables[first];
+    if t.outer || t.semi.is_some() || t.rows.is_some() || !t.after.is_empty() {
+        return Ok(None);
+    }
+    if spec.straight && first != 0 {
+        return Ok(None);
+    }
+    plan_from(spec, cond, ctx, Some((first, order)))
+}
+
+/// [`plan`], or [`plan_in_order`] when `first` names the first table.
+fn plan_from(
+    spec: &JoinSpec,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    first: Option<(usize, &[(Expr, bool)])>,
+) -> SqlResult<Option<JoinPlan>> {
     let n = spec.tables.len();
     if n > JOIN_TABLES_MAX {
         return Err(SqlError::new(
@@ -653,7 +748,36 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
     let mut outer: u64 = 1;
     while steps.len() < n {
         let mut best: Option<(usize, Choice, u64)> = None;
+        if let (Some((i, order)), true) = (first, steps.is_empty()) {
+            let t = &spec.tables[i];
+            let choice = choose(spec, i, placed, &conds, &ons[i], ctx)?;
+            let usable = |native: &str| t.hints.usable(&t.table, native);
+            let access = match choice.access {
+                StepAccess::Own(Access::Scan) => match super::ordered_index_for(&t.table, order) {
+                    Some(a @ Access::Range { .. }) if matches!(&a, Access::Range { index, .. } if usable(index)) => {
+                        a
+                    }
+                    _ => return Ok(None),
+                },
+                StepAccess::Own(a @ Access::Range { .. }) if super::follows_index(order, &a) => a,
+                _ => return Ok(None),
+            };
+            let rows = estimate_rows(&t.table, &access);
+            best = Some((
+                i,
+                Choice {
+                    class: 3,
+                    rows,
+                    access: StepAccess::Own(access),
+                    filter: choice.filter,
+                },
+                rows,
+            ));
+        }
         for (i, (t, on)) in spec.tables.iter().zip(&ons).enumerate() {
+            if best.is_some() && first.is_some() && steps.is_empty() {
+                break;
+            }
             if placed & (1 << i) != 0 || t.after.iter().any(|a| placed & (1 << a) == 0) {
                 continue;
             }
@@ -723,7 +847,7 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
         first.access = StepAccess::Own(Access::Nothing);
         first.filter = None;
     }
-    Ok(JoinPlan { steps })
+    Ok(Some(JoinPlan { steps }))
 }
 
 /// How table `i` would be read after the tables in `placed` (`on`: its

@@ -903,8 +903,13 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         sort_extra.push("Using temporary".to_owned());
     }
     if let Some(spec) = &p.join {
-        let plan = join_plan::plan(spec, p.cond.as_ref(), ctx)?;
-        if !p.order.is_empty() {
+        let mut plan = join_plan::plan(spec, p.cond.as_ref(), ctx)?;
+        // A top N along the first table's order reads that table's first
+        // rows in each partition (`top_join`): no sort of the join.
+        let top = super::top_join(p, spec, &plan, ctx)?;
+        if let Some(t) = &top {
+            plan = t.plan.clone();
+        } else if !p.order.is_empty() {
             sort_extra.push("Using filesort".into());
         }
         let mut rows = Vec::new();
@@ -995,11 +1000,17 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             }
             if at == 0 {
                 row.extra.extend(sort_extra.iter().cloned());
+                if let Some(t) = &top {
+                    row.rows = Some(t.rows);
+                }
             }
             rows.push(row);
         }
         let lock = p.lock.is_some();
-        if let Some(pj) = pushed::pushable(spec, &plan, lock, ctx.env.join_pushdown) {
+        let pushes = top
+            .is_none()
+            .then(|| pushed::pushable(spec, &plan, lock, ctx.env.join_pushdown));
+        if let Some(pj) = pushes.flatten() {
             rows[0].push = Some(format!("Parent of {} pushed join@1", pj.steps));
             for (k, (parent, _)) in pj.children.iter().enumerate() {
                 let parent = &spec.tables[plan.steps[*parent].table].alias;
@@ -1056,7 +1067,21 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         }]);
     }
     row.extra.extend(sort_extra);
-    if !sorted && !p.order.is_empty() {
+    // A top N in index order reads each partition's first N rows
+    // (`top_partitions`) and merges them: no sort of the table.
+    let stop_after = p
+        .limit
+        .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
+    let tops = match stop_after {
+        Some(n) if !sorted && !p.order.is_empty() => {
+            super::top_partitions(table, p, &access, p.cond.as_ref(), n, ctx)?
+                .map(|partitions| u64::from(partitions).saturating_mul(n as u64))
+        }
+        _ => None,
+    };
+    if let Some(read) = tops {
+        row.rows = row.rows.map(|r| r.min(read));
+    } else if !sorted && !p.order.is_empty() {
         row.extra.push("Using filesort".into());
     }
     Ok(vec![row])
@@ -1443,9 +1468,8 @@ fn analyze(conn: &mut Conn<'_>, plans: &Plans, ctx: &mut Ctx<'_>) -> SqlResult<S
         for p in &plans.planned {
             let started = Instant::now();
             if let Some(spec) = &p.join {
-                let plan = join_plan::plan(spec, p.cond.as_ref(), ctx)?;
                 let mut stats = Vec::new();
-                let rows = join_exec::run(&tx, spec, &plan, p.lock, ctx, Some(&mut stats), None)?;
+                let (rows, plan) = super::join_found(&tx, p, spec, ctx, Some(&mut stats))?;
                 let found = rows.into_iter().map(|r| (r, Vec::new())).collect();
                 let out = super::shape(p, found, ctx)?;
                 text.push_str(&join_tree(spec, &plan, &stats, out.len(), started));
