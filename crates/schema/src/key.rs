@@ -164,6 +164,23 @@ impl KeyEncoder {
         KeyEncoder::new(table, &index.columns)
     }
 
+    /// An ordered index's entry key: its columns, then the primary key's
+    /// columns it does not hold. Rows equal in the index's columns then
+    /// come in primary key order, as InnoDB's secondary indexes give them,
+    /// so `ORDER BY created, id` follows an index of `(created)`. A scan's
+    /// bounds name the index's columns only: they are prefixes of these
+    /// keys ([`KeyEncoder::encode_prefix`]).
+    pub fn ordered_index(table: &TableDef, index: &IndexDef) -> KeyEncoder {
+        let mut columns = index.columns.clone();
+        columns.extend(
+            table
+                .primary_key
+                .iter()
+                .filter(|c| !index.columns.contains(c)),
+        );
+        KeyEncoder::new(table, &columns)
+    }
+
     /// Longest key this encoder can produce, in bytes.
     pub fn max_encoded_bytes(&self) -> usize {
         self.max_encoded_bytes

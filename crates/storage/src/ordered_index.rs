@@ -2,11 +2,14 @@
 //! order of some of its columns, for range scans in both directions.
 //!
 //! An index maps memcomparable keys (the schema's key encoder: byte order
-//! equals SQL order of the index columns) to row ids. Non-unique indexes hold
-//! several rows under one key, so an entry is the pair (key, row) and the
-//! order is by key, then by row id: duplicates are distinct and always scanned
-//! in the same order, which is what lets a batched scan resume after the last
-//! (key, row) it returned ([`OrderedIndex::scan_from`]).
+//! equals SQL order of the index columns) to row ids. The fragment's keys
+//! end with the primary key's columns the index does not hold
+//! (`KeyEncoder::ordered_index`), so rows equal in the index's columns come
+//! in primary key order and no two rows share a key; the index does not
+//! rely on it: an entry is the pair (key, row) and the order is by key, then
+//! by row id, so duplicates are distinct and always scanned in the same
+//! order, which is what lets a batched scan resume after the last (key, row)
+//! it returned ([`OrderedIndex::scan_from`]).
 //!
 //! The [`OrderedIndex`] trait is the interface the LDM uses;
 //! [`BTreeOrderedIndex`] is the first implementation, over the standard

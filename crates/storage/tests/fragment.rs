@@ -889,6 +889,58 @@ fn scans_see_committed_rows_in_batches_both_ways() {
 }
 
 #[test]
+fn rows_equal_in_an_ordered_index_come_in_primary_key_order() {
+    let mut w = World::new(64);
+    // Row ids follow the inserts, not the keys.
+    for k in [250u64, 220, 240, 210, 230] {
+        w.insert(T1, row(k, 42, "same")).unwrap();
+    }
+    w.insert(T1, row(1, 41, "same")).unwrap();
+    w.commit(T1);
+    let spec = |direction| ScanSpec {
+        range: ScanRange::Ordered {
+            index_id: 1,
+            lower: Bound::Included(vec![Value::Int(42)]),
+            upper: Bound::Included(vec![Value::Int(42)]),
+            direction,
+        },
+        columns: vec![0],
+    };
+    let keys =
+        |rows: Vec<Vec<Value>>| -> Vec<Value> { rows.into_iter().map(|r| r[0].clone()).collect() };
+    let up = keys(scan_all(
+        &w.fragment,
+        &w.pool,
+        &spec(Direction::Ascending),
+        2,
+    ));
+    let expected: Vec<Value> = [210u64, 220, 230, 240, 250].map(Value::UInt).to_vec();
+    assert_eq!(up, expected);
+    let down = keys(scan_all(
+        &w.fragment,
+        &w.pool,
+        &spec(Direction::Descending),
+        3,
+    ));
+    let mut reversed = expected.clone();
+    reversed.reverse();
+    assert_eq!(down, reversed);
+    // An index of (s, a) ends with k too: "same" rows by a, then k.
+    let by_s = ScanSpec {
+        range: ScanRange::Ordered {
+            index_id: 2,
+            lower: Bound::Included(vec![Value::String("same".into())]),
+            upper: Bound::Included(vec![Value::String("same".into())]),
+            direction: Direction::Ascending,
+        },
+        columns: vec![0],
+    };
+    let rows = keys(scan_all(&w.fragment, &w.pool, &by_s, 4));
+    let expected: Vec<Value> = [1u64, 210, 220, 230, 240, 250].map(Value::UInt).to_vec();
+    assert_eq!(rows, expected);
+}
+
+#[test]
 fn a_read_that_must_not_wait_is_refused_and_leaves_nothing_behind() {
     let mut w = World::new(64);
     for k in 1..=2 {

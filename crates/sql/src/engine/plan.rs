@@ -1684,9 +1684,30 @@ pub fn partitions_read(
     Ok(out)
 }
 
-/// Whether `access` reads an ordered index in `order` within each
-/// partition (a single table's rows not grouped, a join's first table).
-pub fn follows_index(order: &[(Expr, bool)], access: &Access) -> bool {
+/// The primary key's columns (SQL positions) an ordered index of
+/// `columns` does not hold: the data nodes order rows equal in the
+/// index's columns by them (`KeyEncoder::ordered_index`), as InnoDB's
+/// secondary indexes do, so ORDER BY may go on with them. None of a
+/// table whose primary key is hidden.
+fn primary_key_after(table: &TableInfo, columns: &[usize]) -> Vec<usize> {
+    if table.hidden_key {
+        return Vec::new();
+    }
+    table
+        .native
+        .def()
+        .primary_key
+        .iter()
+        .filter_map(|n| table.sql_column(*n))
+        .filter(|c| !columns.contains(c))
+        .collect()
+}
+
+/// Whether `access` reads an ordered index of `table` in `order` within
+/// each partition (a single table's rows not grouped, a join's first
+/// table): ORDER BY names the index's columns from the first the range
+/// does not fix, and may go on with the primary key's.
+pub fn follows_index(table: &TableInfo, order: &[(Expr, bool)], access: &Access) -> bool {
     let Access::Range {
         columns,
         points,
@@ -1720,14 +1741,16 @@ pub fn follows_index(order: &[(Expr, bool)], access: &Access) -> bool {
     let start = (0..fixed)
         .find(|&at| is_col(&order[0].0, columns[at]))
         .unwrap_or(fixed);
-    let rest = &columns[start.min(columns.len())..];
+    let mut rest = columns[start.min(columns.len())..].to_vec();
+    rest.extend(primary_key_after(table, columns));
     order.iter().all(|(_, d)| *d == order[0].1)
         && order.len() <= rest.len()
-        && order.iter().zip(rest).all(|((e, _), c)| is_col(e, *c))
+        && order.iter().zip(&rest).all(|((e, _), c)| is_col(e, *c))
 }
 
 /// An unbounded scan of the ordered index whose leading columns are the
-/// ORDER BY columns (all one direction), if there is one.
+/// ORDER BY columns (all one direction; past the index's own, the primary
+/// key's: [`follows_index`]), if there is one.
 pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Access> {
     let desc = order.first()?.1;
     let wanted: Vec<usize> = order
@@ -1750,7 +1773,9 @@ pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Ac
                 .iter()
                 .map(|n| sql_of(*n))
                 .collect::<Option<_>>()?;
-            (columns.len() >= wanted.len() && columns[..wanted.len()] == wanted[..]).then(|| {
+            let mut ordered = columns.clone();
+            ordered.extend(primary_key_after(table, &columns));
+            (ordered.len() >= wanted.len() && ordered[..wanted.len()] == wanted[..]).then(|| {
                 Access::Range {
                     index: index.name.clone(),
                     lower: None,

@@ -514,7 +514,7 @@ impl Fragment {
             .filter(|i| i.kind == IndexKind::Ordered)
             .map(|i| OrderedIndexState {
                 id: i.id,
-                encoder: KeyEncoder::index(table, i),
+                encoder: KeyEncoder::ordered_index(table, i),
                 index: BTreeOrderedIndex::new(),
             })
             .collect();

@@ -3675,7 +3675,10 @@ fn order_by_index(
 /// first n rows of every partition then hold the first n of all.
 fn in_index_order(p: &Planned, access: &Access) -> bool {
     let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
-    plain && plan::follows_index(&p.order, access)
+    plain
+        && p.table
+            .as_deref()
+            .is_some_and(|table| plan::follows_index(table, &p.order, access))
 }
 
 /// Fewest rows per partition, per row a partition's top N keeps, above

@@ -3171,7 +3171,7 @@ fn claimed_targets(
     // when an ordered index gives the order.
     let def = table.native.def();
     let along = match plan::partition_keys(table, cond, ctx)? {
-        None if plan::follows_index(order, access) => Some((def.partitions, order[0].1)),
+        None if plan::follows_index(table, order, access) => Some((def.partitions, order[0].1)),
         _ => None,
     };
     let mut in_order = |found: claim::Rows, ctx: &mut Ctx<'_>| {

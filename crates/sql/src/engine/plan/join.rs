@@ -759,7 +759,11 @@ fn plan_from(
                     }
                     _ => return Ok(None),
                 },
-                StepAccess::Own(a @ Access::Range { .. }) if super::follows_index(order, &a) => a,
+                StepAccess::Own(a @ Access::Range { .. })
+                    if super::follows_index(&t.table, order, &a) =>
+                {
+                    a
+                }
                 _ => return Ok(None),
             };
             let rows = estimate_rows(&t.table, &access);
