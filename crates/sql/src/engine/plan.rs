@@ -1404,13 +1404,15 @@ fn access_of_conjuncts(
     let sql_of = |native: usize| table.sql_column(native);
     // The primary key: equality on each column, or IN on one of them.
     if !table.hidden_key && usable("PRIMARY") {
-        if let Some(keys) = key_lists(&def.primary_key, &facts, &rows, &sql_of) {
+        if let Some(mut keys) = key_lists(&def.primary_key, &facts, &rows, &sql_of) {
+            in_key_order(&schema::KeyEncoder::primary_key(def), &mut keys);
             return Ok((Access::Keys(keys), filter));
         }
     }
     for index in &def.indexes {
         if index.kind == IndexKind::Unique && usable(&index.name) {
-            if let Some(keys) = key_lists(&index.columns, &facts, &rows, &sql_of) {
+            if let Some(mut keys) = key_lists(&index.columns, &facts, &rows, &sql_of) {
+                in_key_order(&schema::KeyEncoder::index(def, index), &mut keys);
                 return Ok((
                     Access::Unique {
                         index: index.name.clone(),
@@ -1682,6 +1684,22 @@ pub fn partitions_read(
     out.sort_unstable();
     out.dedup();
     Ok(out)
+}
+
+/// Keys of an IN list in the key's order (by their encoded bytes), as
+/// MariaDB's range access reads them: rows by key come in that order
+/// whatever the list's, and the rows a locking read claims in it
+/// (`exec::claim::claim_keys`) are the ones it sends. A key that does not
+/// encode (a value out of the column's range) goes last.
+fn in_key_order(encoder: &schema::KeyEncoder, keys: &mut [Vec<Value>]) {
+    if keys.len() < 2 {
+        return;
+    }
+    keys.sort_by_cached_key(|key| {
+        let mut bytes = Vec::new();
+        let bad = encoder.encode(key, &mut bytes).is_err();
+        (bad, bytes)
+    });
 }
 
 /// The primary key's columns (SQL positions) an ordered index of

@@ -58,6 +58,10 @@ pub(crate) struct Claim<'a> {
     pub may_unlock: bool,
     /// The columns a taken row is read with (None: all).
     pub columns: Option<&'a [&'a str]>,
+    /// Whether the candidates were read with the condition (its warnings
+    /// given then, not again under the lock); false for keys the
+    /// statement named, whose rows meet the condition first here.
+    pub tested: bool,
 }
 
 /// Whether a statement on `table` in `tx` may unlock the rows its claim
@@ -66,6 +70,20 @@ pub(crate) struct Claim<'a> {
 /// BLOB/TEXT parts, which a locking read locks too).
 pub(crate) fn may_unlock(tx: &Transaction<'_>, table: &TableInfo) -> bool {
     !tx.may_hold_locks() && !table.native.has_blobs()
+}
+
+/// The names of `table`'s columns that have no BLOB/TEXT parts: a claim
+/// that locks rows by them alone locks no part, so unlocking a row it
+/// does not take releases all it locked.
+pub(crate) fn plain_columns(table: &TableInfo) -> Vec<&str> {
+    let native = &table.native;
+    native
+        .def()
+        .columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|name| native.blob_parts_table(name).is_none())
+        .collect()
 }
 
 /// Whether the rows a claim reads first (those columns named, with the
@@ -150,7 +168,7 @@ pub(crate) fn claim(
                         continue;
                     }
                     let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
-                    if passes(c.cond, &row, ctx)? {
+                    if passes(c, &row, ctx)? {
                         taken.push((row, batch[i].clone()));
                     } else if c.may_unlock {
                         release.push(&batch[i]);
@@ -186,6 +204,86 @@ pub(crate) fn claim(
     Ok(taken)
 }
 
+/// The rows of several primary keys (`WHERE id IN (…)`, an UPDATE's or
+/// DELETE's, `SELECT … FOR UPDATE`'s) locked in primary key order by
+/// [`claim`], passing `cond` under their lock, in that order. Key reads
+/// sent as one batch lock in no order: two statements over the same rows
+/// each held some and waited for the other's, a deadlock only
+/// `TransactionDeadlockDetectionTimeout` broke (1205, for most of them
+/// under contention); InnoDB locks an IN list's rows in index order. A
+/// table with BLOB/TEXT columns is claimed by its other columns
+/// ([`plain_columns`]: unlocking a row then releases all the claim
+/// locked) and the rows taken read again with `columns`, under the locks
+/// held. None — read the keys as before — for one key (nothing to
+/// order), more than `CLAIM_ROWS_MAX`, a key that does not encode, or a
+/// transaction that may hold locks already (unlocking a row would
+/// release a lock it took before).
+pub(crate) fn claim_keys(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    keys: &[Vec<Value>],
+    lock: RowLock,
+    cond: Option<&Expr>,
+    columns: Option<&[&str]>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Rows>> {
+    if keys.len() < 2 || keys.len() > CLAIM_ROWS_MAX || tx.may_hold_locks() {
+        return Ok(None);
+    }
+    // In primary key order, each row once (two values a collation deems
+    // equal are one key).
+    let encoder = schema::KeyEncoder::primary_key(table.native.def());
+    let mut ordered = Vec::with_capacity(keys.len());
+    for key in keys {
+        let mut bytes = Vec::new();
+        if encoder.encode(key, &mut bytes).is_err() {
+            return Ok(None);
+        }
+        ordered.push((bytes, key));
+    }
+    ordered.sort_by(|a, b| a.0.cmp(&b.0));
+    ordered.dedup_by(|a, b| a.0 == b.0);
+    let keys: Vec<Vec<Value>> = ordered.into_iter().map(|(_, key)| key.clone()).collect();
+    let blobs = table.native.has_blobs();
+    let plain = blobs.then(|| plain_columns(table));
+    let c = Claim {
+        table,
+        lock,
+        cond,
+        may_unlock: true,
+        columns: if blobs { plain.as_deref() } else { columns },
+        tested: false,
+    };
+    let taken = claim(tx, &c, &keys, keys.len(), ctx)?;
+    if !blobs || taken.is_empty() {
+        return Ok(Some(taken));
+    }
+    // The rows taken with their BLOB/TEXT values, in the same order: the
+    // statement holds their locks, so this waits for nothing.
+    let mut whole = Vec::with_capacity(taken.len());
+    for chunk in taken.chunks(OPS_PER_EXECUTE_MAX) {
+        let mut handles = Vec::with_capacity(chunk.len());
+        for (_, key) in chunk {
+            handles.push(
+                tx.define(key_read(&table.native, key, Some(lock), None, columns))
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?,
+            );
+        }
+        let outcome = tx
+            .execute(ExecMode::NoCommit)
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        for (h, (_, key)) in handles.into_iter().zip(chunk) {
+            if let Some(r) = super::found_row(table, outcome.result(h))? {
+                whole.push((
+                    sql_row(table, r.values(), r.columns(), ctx.env.tz_secs),
+                    key.clone(),
+                ));
+            }
+        }
+    }
+    Ok(Some(whole))
+}
+
 /// The row of `key` locked, waiting for it; None when it is gone or no
 /// longer passes (then unlocked, when it may be).
 fn wait_for(
@@ -205,7 +303,7 @@ fn wait_for(
         return Ok(None);
     };
     let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
-    if passes(c.cond, &row, ctx)? {
+    if passes(c, &row, ctx)? {
         return Ok(Some(row));
     }
     if c.may_unlock {
@@ -326,14 +424,17 @@ pub(crate) fn claim_in_order(
 const CANDIDATES_MIN: usize = 16;
 
 /// Whether a locked row still passes the condition. Its warnings were the
-/// candidates' read's already, so they are not given twice.
-fn passes(cond: Option<&Expr>, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
-    let Some(cond) = cond else {
+/// candidates' read's already (when they were read: `Claim::tested`), so
+/// they are not given twice.
+fn passes(c: &Claim<'_>, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+    let Some(cond) = c.cond else {
         return Ok(true);
     };
     let warned = ctx.warnings.len();
     let pass = cond.test(row, ctx)?;
-    ctx.warnings.truncate(warned);
+    if c.tested {
+        ctx.warnings.truncate(warned);
+    }
     Ok(pass)
 }
 

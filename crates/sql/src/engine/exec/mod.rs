@@ -741,6 +741,18 @@ pub(crate) fn fetch_each<'c>(
         }
         each(row, key, ctx)
     };
+    // Several rows locked by primary key: claimed in its order, so that
+    // two statements locking the same rows queue up rather than deadlock.
+    if let (Access::Keys(keys), Some(lock)) = (access, lock) {
+        if let Some(rows) = claim::claim_keys(tx, table, keys, lock, cond, columns, ctx)? {
+            for (row, key) in rows {
+                if !each(row, key, ctx)? {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+    }
     match access {
         Access::Nothing => {}
         Access::Keys(keys) | Access::Unique { keys, .. } => {

@@ -3375,6 +3375,7 @@ fn run_claimed(
         cond: cond.as_deref(),
         may_unlock: super::claim::may_unlock(tx, table),
         columns: read.as_deref(),
+        tested: true,
     };
     let from = super::claim::Candidates {
         table,

@@ -3149,6 +3149,7 @@ fn claimed_targets(
         cond,
         may_unlock: claim::may_unlock(tx, table),
         columns: None,
+        tested: true,
     };
     // Under an ORDER BY a scan reads the ordered index that gives it.
     let index_read = match access {
