@@ -3901,6 +3901,24 @@ fn shape(
     // placeholder, and `sort_key` reads the item. Keys are all items: none.
     let key_items = order_key_items(p, items);
     let keys_needed = key_items.iter().any(Option::is_none);
+    // Select items that run a subquery and that ORDER BY does not sort by
+    // are made after the sort, for the rows the LIMIT keeps only, as
+    // MariaDB runs them for the rows it sends (a list page's `(SELECT
+    // COUNT(*) … WHERE o.customer_id = c.id)` of 20 customers, not of all
+    // of them). Each row carries its group's place as an extra value
+    // until then.
+    let deferred: Vec<bool> = items
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            p.limit.is_some()
+                && !p.distinct
+                && p.windows.is_empty()
+                && e.has_sub()
+                && !key_items.contains(&Some(i))
+        })
+        .collect();
+    let defer = deferred.contains(&true);
     let mut out: Vec<Shaped> = Vec::new();
     for (at, (row, aggs)) in groups.iter().enumerate() {
         ctx.check_killed()?;
@@ -3919,9 +3937,15 @@ fn shape(
             if !pass {
                 return Ok(None);
             }
-            let mut values = Vec::with_capacity(items.len());
-            for item in items {
-                values.push(item.eval(row, &mut c)?);
+            let mut values = Vec::with_capacity(items.len() + usize::from(defer));
+            for (item, later) in items.iter().zip(&deferred) {
+                values.push(match later {
+                    true => Val::Null,
+                    false => item.eval(row, &mut c)?,
+                });
+            }
+            if defer {
+                values.push(Val::Int(at as i64));
             }
             let mut keys = Vec::new();
             if keys_needed {
@@ -3970,12 +3994,32 @@ fn shape(
     let limit = p
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    Ok(out
-        .into_iter()
-        .skip(offset)
-        .take(limit)
-        .map(|(v, _)| v)
-        .collect())
+    let kept = out.into_iter().skip(offset).take(limit).map(|(v, _)| v);
+    if !defer {
+        return Ok(kept.collect());
+    }
+    let mut rows = Vec::new();
+    for mut values in kept {
+        let at = match values.pop() {
+            Some(Val::Int(at)) => at as usize,
+            other => unreachable!("a row's group, not {other:?}"),
+        };
+        let (row, aggs) = &groups[at];
+        let correlated = ctx.correlated;
+        let mut c = ctx.child(ctx.params, aggs, correlated);
+        let made = (|| -> SqlResult<()> {
+            for ((item, later), value) in items.iter().zip(&deferred).zip(&mut values) {
+                if *later {
+                    *value = item.eval(row, &mut c)?;
+                }
+            }
+            Ok(())
+        })();
+        ctx.absorb(c);
+        made?;
+        rows.push(values);
+    }
+    Ok(rows)
 }
 
 /// For each ORDER BY key, the select item it is (a column that is also an
