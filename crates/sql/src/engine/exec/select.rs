@@ -3313,8 +3313,128 @@ fn run_one(
     ctx: &mut Ctx<'_>,
     commit: Option<&mut bool>,
 ) -> SqlResult<Vec<Vec<Val>>> {
+    if let Some(found) = min_max_candidates(tx, p, ctx)? {
+        return shape(p, found, ctx);
+    }
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
+}
+
+/// `SELECT MIN(a), MAX(b) … FROM t [WHERE …]` without GROUP BY, each
+/// aggregate a MIN or MAX of a column an ordered index gives in order
+/// (past leading columns the WHERE fixes: `WHERE u = 7` and an index of
+/// (u, a)): the rows that hold the answer are each partition's first row
+/// along that index (descending for MAX) that passes the WHERE and is
+/// not NULL in the column, one row per partition and aggregate, as
+/// MariaDB's `opt_sum_query` reads an index's first or last entry
+/// ("Select tables optimized away"). Those candidates, aggregated as any
+/// rows are, give the answer: every one passes the WHERE, and each
+/// aggregate's own best is among them. None (the rows read as before)
+/// for any other aggregate, a select item (or ORDER BY, HAVING) naming a
+/// column outside one, a lock, or a table the SQL node last counted at no
+/// more than 8 rows per partition and aggregate (one scan of it is as
+/// cheap).
+fn min_max_candidates(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Found>> {
+    let Some(table) = &p.table else {
+        return Ok(None);
+    };
+    let simple = p.join.is_none()
+        && p.rows.is_none()
+        && p.group.is_empty()
+        && !p.aggs.is_empty()
+        && p.windows.is_empty()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && p.lock.is_none()
+        && !p.rollup;
+    if !simple {
+        return Ok(None);
+    }
+    let mut wanted = Vec::with_capacity(p.aggs.len());
+    for a in &p.aggs {
+        match (a.func, &a.arg) {
+            (AggFn::Min | AggFn::Max, Some(Expr::Col(c))) if a.concat.is_none() => {
+                wanted.push((*c, a.func == AggFn::Max));
+            }
+            _ => return Ok(None),
+        }
+    }
+    let mut bare = Vec::new();
+    let order = p.order.iter().map(|(e, _)| e);
+    for e in p.items.iter().chain(order).chain(&p.having) {
+        plan::join::columns(e, &mut bare);
+    }
+    if !bare.is_empty() {
+        return Ok(None);
+    }
+    let partitions = table.native.def().partitions;
+    let small = table.stats.rows().is_some_and(|rows| {
+        rows <= u64::from(partitions) * TOP_PER_PARTITION_RATIO * wanted.len() as u64
+    });
+    if small {
+        return Ok(None);
+    }
+    let warned = ctx.warnings.len();
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
+    let usable = |native: &str| p.hints.usable(table, native);
+    // Each aggregate's read: its column not NULL, along an index.
+    let mut reads = Vec::with_capacity(wanted.len());
+    for &(column, max) in &wanted {
+        let not_null = Expr::IsNull(Box::new(Expr::Col(column)), true);
+        let both = match cond.as_deref() {
+            Some(c) => Expr::And(Box::new(c.clone()), Box::new(not_null)),
+            None => not_null,
+        };
+        let order = [(Expr::Col(column), max)];
+        let (access, filter) = plan::access_with(table, Some(&both), ctx, &usable)?;
+        let access = match access {
+            Access::Scan => match plan::ordered_index_for(table, &order) {
+                Some(a @ Access::Range { .. }) if matches!(&a, Access::Range { index, .. } if usable(index)) => {
+                    a
+                }
+                _ => Access::Scan,
+            },
+            other => other,
+        };
+        if !plan::follows_index(table, &order, &access) {
+            // Planned again by `found_of`, its warnings with it.
+            ctx.warnings.truncate(warned);
+            return Ok(None);
+        }
+        reads.push((access, filter, both, max));
+    }
+    let columns = projection(table, p);
+    let mut found = Vec::new();
+    for (access, filter, both, max) in &reads {
+        for part in 0..partitions {
+            fetch_each(
+                tx,
+                table,
+                access,
+                filter.clone(),
+                None,
+                *max,
+                Some(both),
+                ctx,
+                None,
+                columns.as_deref(),
+                super::ScanShape {
+                    batch_rows: 1,
+                    partition: Some(part),
+                    ..super::ScanShape::default()
+                },
+                |row, key, _| {
+                    found.push((row, key));
+                    Ok(false)
+                },
+            )?;
+        }
+    }
+    Ok(Some(found))
 }
 
 /// Whether `p` is a locking single-table SELECT with a LIMIT whose rows
