@@ -508,6 +508,22 @@ fn top_n_in_index_order() {
         "SELECT r.id FROM r JOIN c ON c.id = r.g WHERE c.name = 'nobody' ORDER BY r.id LIMIT 5",
     );
     assert!(rows.is_empty(), "{rows:?}");
+    // MIN and MAX along indexes read a row per partition and aggregate.
+    let (rows, _, bytes) = read(&mut conn, "SELECT MAX(k), MIN(id) FROM r");
+    assert_eq!(rows, [["999", "0"]]);
+    assert!(
+        bytes * 20 < whole_bytes,
+        "MIN and MAX received {bytes} bytes"
+    );
+    let plan = q(&mut conn, "EXPLAIN SELECT MAX(k), MIN(id) FROM r");
+    assert_eq!(plan[0][11], "Select tables optimized away", "{plan:?}");
+    // The WHERE fixes the index's leading column (gk is (g, k)).
+    let (rows, _, bytes) = read(&mut conn, "SELECT MIN(k) FROM r WHERE g = 3");
+    assert_eq!(rows, [["1"]]);
+    assert!(
+        bytes * 20 < whole_bytes,
+        "MIN of g = 3 received {bytes} bytes"
+    );
     // A LIMIT near the table's rows reads it whole, in one scan.
     let (rows, _, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k LIMIT 400");
     assert_eq!(rows.len(), 400);

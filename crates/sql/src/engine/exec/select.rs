@@ -3320,25 +3320,14 @@ fn run_one(
     shape_found(p, found, sorted, ctx)
 }
 
-/// `SELECT MIN(a), MAX(b) … FROM t [WHERE …]` without GROUP BY, each
-/// aggregate a MIN or MAX of a column an ordered index gives in order
-/// (past leading columns the WHERE fixes: `WHERE u = 7` and an index of
-/// (u, a)): the rows that hold the answer are each partition's first row
-/// along that index (descending for MAX) that passes the WHERE and is
-/// not NULL in the column, one row per partition and aggregate, as
-/// MariaDB's `opt_sum_query` reads an index's first or last entry
-/// ("Select tables optimized away"). Those candidates, aggregated as any
-/// rows are, give the answer: every one passes the WHERE, and each
-/// aggregate's own best is among them. None (the rows read as before)
-/// for any other aggregate, a select item (or ORDER BY, HAVING) naming a
-/// column outside one, a lock, or a table the SQL node last counted at no
-/// more than 8 rows per partition and aggregate (one scan of it is as
-/// cheap).
-fn min_max_candidates(
-    tx: &skarv_client::Transaction<'_>,
-    p: &Planned,
-    ctx: &mut Ctx<'_>,
-) -> SqlResult<Option<Found>> {
+/// One aggregate's read of [`min_max_candidates`]: the access along its
+/// column's index, its pushed filter, the WHERE with the column not NULL,
+/// and whether descending (MAX).
+type MinMaxRead = (Access, Option<skarv_client::Filter>, Expr, bool);
+
+/// The reads of [`min_max_candidates`] (what `EXPLAIN` shows as "Select
+/// tables optimized away"), or None when the query is not one.
+fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxRead>>> {
     let Some(table) = &p.table else {
         return Ok(None);
     };
@@ -3407,6 +3396,32 @@ fn min_max_candidates(
         }
         reads.push((access, filter, both, max));
     }
+    Ok(Some(reads))
+}
+
+/// `SELECT MIN(a), MAX(b) … FROM t [WHERE …]` without GROUP BY, each
+/// aggregate a MIN or MAX of a column an ordered index gives in order
+/// (past leading columns the WHERE fixes: `WHERE u = 7` and an index of
+/// (u, a)): the rows that hold the answer are each partition's first row
+/// along that index (descending for MAX) that passes the WHERE and is
+/// not NULL in the column, one row per partition and aggregate, as
+/// MariaDB's `opt_sum_query` reads an index's first or last entry
+/// ("Select tables optimized away"). Those candidates, aggregated as any
+/// rows are, give the answer: every one passes the WHERE, and each
+/// aggregate's own best is among them. None (the rows read as before)
+/// for any other aggregate, a select item (or ORDER BY, HAVING) naming a
+/// column outside one, a lock, or a table the SQL node last counted at no
+/// more than 8 rows per partition and aggregate (one scan of it is as
+/// cheap).
+fn min_max_candidates(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Found>> {
+    let (Some(table), Some(reads)) = (&p.table, min_max_reads(p, ctx)?) else {
+        return Ok(None);
+    };
+    let partitions = table.native.def().partitions;
     let columns = projection(table, p);
     let mut found = Vec::new();
     for (access, filter, both, max) in &reads {
