@@ -3085,15 +3085,15 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
         keep_warnings(conn, &mut ctx);
         return Err(e);
     }
-    // A UNION's columns compare under their own (aggregated) collations.
-    let union_collations: Vec<Option<Collation>> =
-        kinds.iter().map(|k| kind_collation(*k)).collect();
+    // A UNION's columns compare under their own (aggregated) collations,
+    // its DOUBLE columns as doubles.
+    let union_columns = sets::Columns::of(kinds);
     let mut rows = if arms.len() == 1 {
         arms.pop().unwrap_or_default()
     } else {
-        sets::combine(sets, &mut arms, &union_collations, false)
+        sets::combine(sets, &mut arms, &union_columns, false)
     };
-    sets::sort(&mut rows, union_order, &union_collations);
+    sets::sort(&mut rows, union_order, &union_columns.collations);
     if calc_found_rows {
         conn.session.calc_found_rows = Some(rows.len() as u64);
     }
@@ -4107,11 +4107,10 @@ fn shape(
     if p.distinct {
         // Every row's key in one buffer, the set holding slices of it: no
         // allocation per row (a key grown from empty was five).
-        let collations: Vec<Option<Collation>> =
-            p.kinds.iter().map(|k| kind_collation(*k)).collect();
+        let columns = sets::Columns::of(&p.kinds);
         let mut keys = PackedKeys::with_rows(out.len());
         for (v, _) in &out {
-            group_key_into(v, &collations, &mut keys.bytes);
+            columns.key_into(v, &mut keys.bytes);
             keys.end_row();
         }
         let mut seen = stdx::KeySet::with_capacity_and_hasher(out.len(), KeyState::default());

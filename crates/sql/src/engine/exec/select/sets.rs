@@ -14,8 +14,8 @@ use stdx::{KeyMap, KeyState};
 
 use schema::Collation;
 
-use super::{group_key, order_cmp, GENERAL_CI};
-use crate::engine::expr::Val;
+use super::{order_cmp, GENERAL_CI};
+use crate::engine::expr::{Kind, Val};
 
 /// A set operator.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -151,7 +151,7 @@ impl<B> SetNode<B> {
 pub(super) fn combine(
     node: &SetNode<Bound>,
     arms: &mut [Vec<Vec<Val>>],
-    collations: &[Option<Collation>],
+    columns: &Columns,
     deduplicated: bool,
 ) -> Vec<Vec<Val>> {
     match node {
@@ -163,10 +163,10 @@ pub(super) fn combine(
             right,
         } => {
             let here = !*all && !deduplicated;
-            let mut rows = combine(left, arms, collations, deduplicated || !*all);
-            rows.extend(combine(right, arms, collations, deduplicated || !*all));
+            let mut rows = combine(left, arms, columns, deduplicated || !*all);
+            rows.extend(combine(right, arms, columns, deduplicated || !*all));
             if here {
-                distinct(rows, collations)
+                distinct(rows, columns)
             } else {
                 rows
             }
@@ -178,13 +178,13 @@ pub(super) fn combine(
             right,
         } => {
             let keep = *op == SetOp::Intersect;
-            let left_rows = combine(left, arms, collations, !*all);
+            let left_rows = combine(left, arms, columns, !*all);
             // Only which rows the right side has matters to DISTINCT.
-            let right_rows = combine(right, arms, collations, !*all);
+            let right_rows = combine(right, arms, columns, !*all);
             let mut counts: KeyMap<Vec<u8>, u64> =
                 KeyMap::with_capacity_and_hasher(right_rows.len(), KeyState::default());
             for r in &right_rows {
-                *counts.entry(group_key(r, collations)).or_insert(0) += 1;
+                *counts.entry(columns.key(r)).or_insert(0) += 1;
             }
             if !*all {
                 let mut seen =
@@ -192,7 +192,7 @@ pub(super) fn combine(
                 return left_rows
                     .into_iter()
                     .filter(|r| {
-                        let key = group_key(r, collations);
+                        let key = columns.key(r);
                         counts.contains_key(&key) == keep && seen.insert(key, ()).is_none()
                     })
                     .collect();
@@ -204,7 +204,7 @@ pub(super) fn combine(
             let mut at: KeyMap<Vec<u8>, usize> =
                 KeyMap::with_capacity_and_hasher(left_rows.len(), KeyState::default());
             for r in left_rows {
-                let key = group_key(&r, collations);
+                let key = columns.key(&r);
                 match at.get(&key) {
                     Some(&g) => groups[g].1 += 1,
                     None => {
@@ -230,13 +230,13 @@ pub(super) fn combine(
             out
         }
         SetNode::Bounded { inner, bound } => {
-            let mut rows = combine(inner, arms, collations, false);
+            let mut rows = combine(inner, arms, columns, false);
             // MariaDB drops an ORDER BY without a LIMIT inside: the order
             // of what is combined further is not kept anyway.
             if bound.limit.is_none() && bound.offset == 0 {
                 return rows;
             }
-            sort(&mut rows, &bound.order, collations);
+            sort(&mut rows, &bound.order, &columns.collations);
             limit(rows, bound.limit, bound.offset)
         }
     }
@@ -275,9 +275,55 @@ pub(super) fn limit(rows: Vec<Vec<Val>>, limit: Option<u64>, offset: u64) -> Vec
 }
 
 /// The rows without repeats, each where it first was.
-pub(super) fn distinct(rows: Vec<Vec<Val>>, collations: &[Option<Collation>]) -> Vec<Vec<Val>> {
+pub(super) fn distinct(rows: Vec<Vec<Val>>, columns: &Columns) -> Vec<Vec<Val>> {
     let mut seen = KeyMap::with_capacity_and_hasher(rows.len(), KeyState::default());
     rows.into_iter()
-        .filter(|r| seen.insert(group_key(r, collations), ()).is_none())
+        .filter(|r| seen.insert(columns.key(r), ()).is_none())
         .collect()
+}
+
+/// How the rows of a set operation (or DISTINCT) are told apart, column by
+/// column: strings under the column's collation, and a DOUBLE column's
+/// numbers as doubles, as MariaDB compares them (`COALESCE(d, e)` of a
+/// DECIMAL d and a DOUBLE e is a DOUBLE column, but hands on the
+/// DECIMAL it takes: two decimals one double apart are one row).
+pub(in crate::engine::exec) struct Columns {
+    pub collations: Vec<Option<Collation>>,
+    doubles: Vec<bool>,
+}
+
+impl Columns {
+    /// The columns of kinds `kinds`.
+    pub(in crate::engine::exec) fn of(kinds: &[Kind]) -> Columns {
+        Columns {
+            collations: kinds.iter().map(|k| super::kind_collation(*k)).collect(),
+            doubles: kinds.iter().map(|k| *k == Kind::Double).collect(),
+        }
+    }
+
+    /// A row's key (`group_key`).
+    pub(in crate::engine::exec) fn key(&self, row: &[Val]) -> Vec<u8> {
+        let mut key = Vec::new();
+        self.key_into(row, &mut key);
+        key
+    }
+
+    /// A row's key appended to `key`.
+    pub(in crate::engine::exec) fn key_into(&self, row: &[Val], key: &mut Vec<u8>) {
+        if !self.doubles.contains(&true) {
+            super::group_key_into(row, &self.collations, key);
+            return;
+        }
+        let row: Vec<Val> = row
+            .iter()
+            .zip(self.doubles.iter().chain(std::iter::repeat(&false)))
+            .map(|(v, double)| match (v, double) {
+                (Val::Dec(d), true) => Val::Double(d.to_f64()),
+                (Val::Int(i), true) => Val::Double(*i as f64),
+                (Val::UInt(u), true) => Val::Double(*u as f64),
+                _ => v.clone(),
+            })
+            .collect();
+        super::group_key_into(&row, &self.collations, key);
+    }
 }
