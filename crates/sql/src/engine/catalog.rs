@@ -310,6 +310,16 @@ impl TableInfo {
         self.columns.iter().position(|c| c.native == native)
     }
 
+    /// The SQL columns of the primary key, in key order (none of a hidden
+    /// key's).
+    pub fn primary_key_columns(&self) -> impl Iterator<Item = usize> + '_ {
+        self.native
+            .def()
+            .primary_key
+            .iter()
+            .filter_map(|native| self.sql_column(*native))
+    }
+
     /// The AUTO_INCREMENT column, if the table has one.
     pub fn auto_increment_column(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.auto_increment)

@@ -1712,11 +1712,7 @@ fn primary_key_after(table: &TableInfo, columns: &[usize]) -> Vec<usize> {
         return Vec::new();
     }
     table
-        .native
-        .def()
-        .primary_key
-        .iter()
-        .filter_map(|n| table.sql_column(*n))
+        .primary_key_columns()
         .filter(|c| !columns.contains(c))
         .collect()
 }

@@ -229,6 +229,10 @@ fn top_rounds(
         for part in 0..partitions {
             let mut read = 0usize;
             let mut last: Option<Vec<Val>> = None;
+            // Relied on: a partition's rows come in ORDER BY's order (the
+            // index's order is the SQL order of its columns).
+            #[cfg(debug_assertions)]
+            let mut previous: Option<Vec<Val>> = None;
             super::fetch_each(
                 runner.tx,
                 &t.table,
@@ -247,6 +251,15 @@ fn top_rounds(
                 },
                 |row, _key, _ctx| {
                     read += 1;
+                    #[cfg(debug_assertions)]
+                    {
+                        debug_assert!(
+                            previous.as_deref().is_none_or(|p| cmp(p, &row).is_le()),
+                            "partition {part} of {} out of ORDER BY's order",
+                            t.table.name
+                        );
+                        previous = Some(row.clone());
+                    }
                     let earlier = done.as_deref().is_some_and(|d| cmp(&row, d).is_lt());
                     if read == per_partition {
                         last = Some(row.clone());

@@ -2336,13 +2336,7 @@ pub(crate) fn in_primary_key_order(
     if table.hidden_key {
         return;
     }
-    let key: Vec<usize> = table
-        .native
-        .def()
-        .primary_key
-        .iter()
-        .filter_map(|native| table.sql_column(*native))
-        .collect();
+    let key: Vec<usize> = table.primary_key_columns().collect();
     let env = Env::default();
     let mut ctx = Ctx::new(&[], &env);
     rows.sort_by(|a, b| {
@@ -3857,6 +3851,14 @@ fn top_partitions(
     Ok(Some(partitions))
 }
 
+/// How many times fewer rows a top N join along its first table's order
+/// must be estimated to read than the plan without the order ([`top_join`]).
+const TOP_JOIN_GAIN_MIN: u64 = 2;
+/// A top N join gives way to the plan without the order once it expects
+/// to read more than that plan's estimate, or than this many times its
+/// own (a small plan's estimate is no budget).
+const TOP_JOIN_SLACK: u64 = 4;
+
 /// A join's ORDER BY … LIMIT read along its first table's order
 /// ([`super::join::TopJoin`]) when the order names the columns of one
 /// table that can go first, an ordered index of it gives that order, and
@@ -3925,7 +3927,7 @@ fn top_join(
     let first_rows = ordered.steps[0].rows.min(wanted);
     let normal_cost = normal.cost(None);
     let ordered_cost = ordered.cost(Some(first_rows));
-    if ordered_cost.saturating_mul(2) >= normal_cost {
+    if ordered_cost.saturating_mul(TOP_JOIN_GAIN_MIN) >= normal_cost {
         return Ok(None);
     }
     let keys = local
@@ -3942,7 +3944,7 @@ fn top_join(
         descending,
         stop_after,
         rows: first_rows,
-        budget: normal_cost.max(ordered_cost.saturating_mul(4)),
+        budget: normal_cost.max(ordered_cost.saturating_mul(TOP_JOIN_SLACK)),
     }))
 }
 

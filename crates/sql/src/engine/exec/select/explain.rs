@@ -1136,11 +1136,7 @@ fn access_row(table: &TableInfo, access: &Access, has_cond: bool) -> Row {
     };
     let pk_len = || {
         table
-            .native
-            .def()
-            .primary_key
-            .iter()
-            .filter_map(|n| table.sql_column(*n))
+            .primary_key_columns()
             .map(|c| column_len(table, c))
             .sum()
     };
