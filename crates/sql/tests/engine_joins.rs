@@ -529,4 +529,33 @@ fn top_n_in_index_order() {
     assert_eq!(rows.len(), 400);
     assert_eq!(rows[399][0], "199");
     assert!(bytes * 2 > whole_bytes, "a top 400 received {bytes} bytes");
+    // Batched key access through an ordered index: the keys of a batch of
+    // outer rows (300 of them, every third value of r.k) are a range each,
+    // so only their rows come back, not the span from the smallest to the
+    // largest (nine tenths of r).
+    q(&mut conn, "CREATE TABLE s (id INT PRIMARY KEY, k INT)");
+    let spread: Vec<String> = (0..300).map(|x| format!("({x}, {})", 3 * x)).collect();
+    q(
+        &mut conn,
+        &format!("INSERT INTO s VALUES {}", spread.join(",")),
+    );
+    let joined = "SELECT COUNT(*), SUM(r.id) FROM s STRAIGHT_JOIN r ON r.k = s.k";
+    let plan = q(&mut conn, &format!("EXPLAIN {joined}"));
+    assert_eq!(
+        (
+            plan[1][2].as_str(),
+            plan[1][4].as_str(),
+            plan[1][6].as_str()
+        ),
+        ("r", "ref", "kk"),
+        "{plan:?}"
+    );
+    // r.k = s.k = 3x holds r's ids 6x and 6x + 1.
+    let sum: usize = (0..300).map(|x| 12 * x + 1).sum();
+    let (rows, _, bytes) = read(&mut conn, joined);
+    assert_eq!(rows, [["600".to_string(), sum.to_string()]]);
+    assert!(
+        bytes * 2 < whole_bytes,
+        "a join of 600 of r's rows received {bytes} bytes, the whole table {whole_bytes}"
+    );
 }

@@ -2,8 +2,8 @@
 //! rows found so far. A table read on its own is read once and matched in
 //! memory; a table read by key is read with batched key access: the key
 //! values of [`JOIN_BATCH_ROWS`] outer rows go to the data nodes as one
-//! batch of key reads (one `execute`), or as one ordered-index scan over
-//! the batch's smallest to largest key with the keys pushed as a filter.
+//! batch of key reads (one `execute`), or as one multi-range scan of an
+//! ordered index, a range per distinct key.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use schema::Value;
 use skarv_client::Transaction;
-use skarv_client::{CmpOp as NCmp, ExecMode, Filter, Op, OpResult, ScanOptions};
+use skarv_client::{ExecMode, Filter, Op, OpResult, ScanOptions};
 
 use super::{fetch, sql_row, sql_row_owned, RowLock, FETCH_ROWS_MAX};
 use crate::engine::catalog::{SqlType, TableInfo};
@@ -22,11 +22,6 @@ use crate::engine::plan::join::{JoinPlan, JoinSpec, Keyed, KeyedKind, SemiKind, 
 use crate::engine::plan::{exact, join::JOIN_BATCH_ROWS};
 use crate::engine::txn;
 use crate::error::{SqlError, SqlResult};
-
-/// Most filter nodes the pushed keys of one ordered-index batch take (the
-/// data nodes take `proto::FILTER_NODES_MAX`, the table's own filter
-/// included); past it the batch's range alone bounds the scan.
-pub const KEYS_FILTER_NODES_MAX: usize = 512;
 
 /// What one step did (for `EXPLAIN ANALYZE`).
 #[derive(Clone, Debug, Default)]
@@ -470,8 +465,7 @@ impl Runner<'_, '_> {
                     self.stats[at].batches += 1;
                     self.stats[at].read += batch.rows.len() as u64;
                     for (i, outer) in chunk.iter().enumerate() {
-                        let candidates = batch.for_row(i, k, ctx);
-                        combine(spec, step, outer, candidates.into_iter(), ctx, &mut next)?;
+                        combine(spec, step, outer, batch.for_row(i), ctx, &mut next)?;
                     }
                 }
             }
@@ -655,42 +649,35 @@ struct Batch {
     rows: Vec<Vec<Val>>,
     /// Key reads: per outer row of the chunk, the row its key found.
     by_outer: Option<Vec<Option<usize>>>,
-    /// Ordered scans: per outer row, its key values (None: no key, such as
-    /// a NULL); rows are matched by value.
-    keys: Vec<Option<Vec<Val>>>,
-    /// Per key column, its collation (None: compared as stored).
-    collations: Vec<Option<schema::Collation>>,
+    /// Ordered scans: the rows with a key (no NULL in its columns), by
+    /// key in the index's order.
+    sorted: Vec<usize>,
+    /// Ordered scans: per outer row of the chunk, the places in `sorted`
+    /// of the rows its key equals (empty for no key, such as a NULL).
+    ranges: Vec<std::ops::Range<usize>>,
 }
 
 impl Batch {
-    /// The candidate rows for the `at`-th outer row of the chunk.
-    fn for_row(&self, at: usize, k: &Keyed, ctx: &mut Ctx<'_>) -> Vec<&Vec<Val>> {
-        if let Some(by_outer) = &self.by_outer {
-            return by_outer
+    /// The candidate rows for the `at`-th outer row of the chunk: the
+    /// rows the index found for its key (the join's conditions are tested
+    /// on each after).
+    fn for_row(&self, at: usize) -> impl Iterator<Item = &Vec<Val>> {
+        let keyed = self
+            .by_outer
+            .as_ref()
+            .and_then(|b| b.get(at).copied().flatten());
+        let sorted = match &self.by_outer {
+            Some(_) => &[][..],
+            None => self
+                .ranges
                 .get(at)
-                .copied()
-                .flatten()
-                .and_then(|i| self.rows.get(i))
-                .into_iter()
-                .collect();
-        }
-        let Some(Some(key)) = self.keys.get(at) else {
-            return Vec::new();
+                .and_then(|r| self.sorted.get(r.clone()))
+                .unwrap_or(&[]),
         };
-        // As the index compares: under the column's collation (the one
-        // of the comparison the key came from).
-        self.rows
-            .iter()
-            .filter(|r| {
-                k.columns
-                    .iter()
-                    .zip(key)
-                    .zip(&self.collations)
-                    .all(|((c, v), coll)| {
-                        !r[*c].is_null() && compare(&r[*c], v, *coll, ctx) == Ordering::Equal
-                    })
-            })
-            .collect()
+        keyed
+            .into_iter()
+            .chain(sorted.iter().copied())
+            .filter_map(|i| self.rows.get(i))
     }
 }
 
@@ -712,10 +699,9 @@ fn read_batch(
     lock: Option<RowLock>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Batch> {
-    // Each outer row's key, in SQL values and in stored form.
-    let mut keys: Vec<Option<(Vec<Val>, Vec<Value>)>> = Vec::with_capacity(chunk.len());
+    // Each outer row's key in stored form.
+    let mut keys: Vec<Option<Vec<Value>>> = Vec::with_capacity(chunk.len());
     for outer in chunk {
-        let mut sql = Vec::with_capacity(k.exprs.len());
         let mut native = Vec::with_capacity(k.exprs.len());
         let mut ok = true;
         for (e, c) in k.exprs.iter().zip(&k.columns) {
@@ -729,17 +715,14 @@ fn read_batch(
             // NULL equals nothing; a value the column cannot hold exactly
             // equals none of its values.
             match exact(table, *c, &v, ctx.env.tz_secs) {
-                Some(n) => {
-                    native.push(n);
-                    sql.push(v);
-                }
+                Some(n) => native.push(n),
                 None => {
                     ok = false;
                     break;
                 }
             }
         }
-        keys.push(ok.then_some((sql, native)));
+        keys.push(ok.then_some(native));
     }
     let native_table = &table.native;
     match k.kind {
@@ -749,7 +732,7 @@ fn read_batch(
             let mut handles = Vec::new();
             let mut slot_of = Vec::with_capacity(chunk.len());
             for key in &keys {
-                let Some((_, native)) = key else {
+                let Some(native) = key else {
                     slot_of.push(None);
                     continue;
                 };
@@ -800,37 +783,46 @@ fn read_batch(
             Ok(Batch {
                 rows,
                 by_outer: Some(by_outer),
-                keys: Vec::new(),
-                collations: Vec::new(),
+                sorted: Vec::new(),
+                ranges: Vec::new(),
             })
         }
         KeyedKind::Ordered => {
-            // One scan from the smallest key to the largest, the keys
-            // pushed as an OR so the data nodes send only matching rows.
-            let present: Vec<&(Vec<Val>, Vec<Value>)> = keys.iter().flatten().collect();
-            let sql_keys = keys
-                .iter()
-                .map(|k| k.as_ref().map(|(s, _)| s.clone()))
-                .collect();
+            // One multi-range scan: each distinct key of the chunk an
+            // equal range, in key order, so the data nodes read the rows
+            // of those keys and no others (MySQL's multi-range read).
             let collations: Vec<Option<schema::Collation>> = k
                 .columns
                 .iter()
                 .map(|c| match &table.columns[*c].ty {
-                    crate::engine::catalog::SqlType::Char { collation, .. }
-                    | crate::engine::catalog::SqlType::VarChar { collation, .. }
-                    | crate::engine::catalog::SqlType::Text { collation, .. } => Some(*collation),
+                    SqlType::Char { collation, .. }
+                    | SqlType::VarChar { collation, .. }
+                    | SqlType::Text { collation, .. } => Some(*collation),
                     _ => None,
                 })
                 .collect();
-            if present.is_empty() {
-                return Ok(Batch {
-                    rows: Vec::new(),
-                    by_outer: None,
-                    keys: sql_keys,
-                    collations,
-                });
-            }
-            let mut cmp = |a: &Vec<Val>, b: &Vec<Val>| -> Ordering {
+            // Each key as the column's own value (the stored form read
+            // back): it compares with the rows' values as the index
+            // orders them, whatever the type of the outer expression.
+            let probes: Vec<Option<Vec<Val>>> = keys
+                .iter()
+                .map(|key| {
+                    key.as_ref().map(|native| {
+                        k.columns
+                            .iter()
+                            .zip(native)
+                            .map(|(c, v)| {
+                                super::convert::from_native(
+                                    v,
+                                    &table.columns[*c].ty,
+                                    ctx.env.tz_secs,
+                                )
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            let cmp = |a: &[Val], b: &[Val], ctx: &mut Ctx<'_>| -> Ordering {
                 for ((x, y), coll) in a.iter().zip(b).zip(&collations) {
                     let o = compare(x, y, *coll, ctx);
                     if o.is_ne() {
@@ -839,74 +831,70 @@ fn read_batch(
                 }
                 Ordering::Equal
             };
-            let mut low = present[0];
-            let mut high = present[0];
-            for key in &present[1..] {
-                if cmp(&key.0, &low.0).is_lt() {
-                    low = key;
-                }
-                if cmp(&key.0, &high.0).is_gt() {
-                    high = key;
-                }
-            }
-            let mut seen = std::collections::HashSet::new();
-            let mut any = Vec::new();
-            for (_, native) in &present {
-                if !seen.insert(format!("{native:?}")) {
-                    continue;
-                }
-                let eqs: Vec<Filter> = k
-                    .columns
-                    .iter()
-                    .zip(native)
-                    .map(|(c, v)| Filter::Cmp {
-                        column: table.columns[*c].native as u16,
-                        op: NCmp::Eq,
-                        value: v.clone(),
-                    })
-                    .collect();
-                any.push(if eqs.len() == 1 {
-                    eqs.into_iter().next().unwrap_or(Filter::And(Vec::new()))
-                } else {
-                    Filter::And(eqs)
-                });
-            }
-            let nodes = any.len() * (k.columns.len() + 1) + 1;
-            let keys_filter = (nodes <= KEYS_FILTER_NODES_MAX).then_some(Filter::Or(any));
-            let filter = match (keys_filter, own_filter) {
-                (Some(keys), Some(f)) => Some(Filter::And(vec![keys, f.clone()])),
-                (Some(keys), None) => Some(keys),
-                (None, f) => f.cloned(),
-            };
-            let options = ScanOptions {
-                index: Some(k.index.as_str()),
-                lower: Some((low.1.clone(), true)),
-                upper: Some((high.1.clone(), true)),
-                filter,
-                lock: lock.map(|l| l.mode),
-                lock_wait: RowLock::wait_of(lock),
-                ..ScanOptions::default()
-            };
-            let scan = tx
-                .scan(native_table, options)
-                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+            // Distinct keys in key order: keys a collation deems equal
+            // ('a' and 'A') are one range, so that no row comes twice.
+            let mut order: Vec<usize> = (0..keys.len()).filter(|i| probes[*i].is_some()).collect();
+            let probe = |i: usize| probes[i].as_deref().unwrap_or(&[]);
+            order.sort_by(|a, b| cmp(probe(*a), probe(*b), ctx));
+            order.dedup_by(|a, b| cmp(probe(*a), probe(*b), ctx).is_eq());
             let mut rows = Vec::new();
-            for r in scan {
-                let mut r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
-                ctx.check_killed()?;
-                if rows.len() >= FETCH_ROWS_MAX {
-                    return Err(SqlError::unsupported(format_args!(
-                        "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"
-                    )));
+            if !order.is_empty() {
+                let range = |i: usize| {
+                    let native = keys[i].clone().unwrap_or_default();
+                    (Some((native.clone(), true)), Some((native, true)))
+                };
+                let (lower, upper) = range(order[0]);
+                let options = ScanOptions {
+                    index: Some(k.index.as_str()),
+                    lower,
+                    upper,
+                    more_ranges: order[1..].iter().map(|i| range(*i)).collect(),
+                    filter: own_filter.cloned(),
+                    lock: lock.map(|l| l.mode),
+                    lock_wait: RowLock::wait_of(lock),
+                    ..ScanOptions::default()
+                };
+                let scan = tx
+                    .scan(native_table, options)
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                for r in scan {
+                    let mut r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    ctx.check_killed()?;
+                    if rows.len() >= FETCH_ROWS_MAX {
+                        return Err(SqlError::unsupported(format_args!(
+                            "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"
+                        )));
+                    }
+                    let values = r.take_values();
+                    rows.push(sql_row_owned(table, values, r.columns(), ctx.env.tz_secs));
                 }
-                let values = r.take_values();
-                rows.push(sql_row_owned(table, values, r.columns(), ctx.env.tz_secs));
+            }
+            // The rows in key order, for each outer row's binary search.
+            let mut sorted: Vec<usize> = (0..rows.len())
+                .filter(|i| k.columns.iter().all(|c| !rows[*i][*c].is_null()))
+                .collect();
+            let key_of =
+                |r: &[Val]| -> Vec<Val> { k.columns.iter().map(|c| r[*c].clone()).collect() };
+            let row_keys: Vec<Vec<Val>> = rows.iter().map(|r| key_of(r)).collect();
+            sorted.sort_by(|a, b| cmp(&row_keys[*a], &row_keys[*b], ctx));
+            let mut ranges = Vec::with_capacity(probes.len());
+            for p in &probes {
+                ranges.push(match p {
+                    None => 0..0,
+                    Some(p) => {
+                        let start = sorted.partition_point(|r| cmp(&row_keys[*r], p, ctx).is_lt());
+                        let end = start
+                            + sorted[start..]
+                                .partition_point(|r| cmp(&row_keys[*r], p, ctx).is_eq());
+                        start..end
+                    }
+                });
             }
             Ok(Batch {
                 rows,
                 by_outer: None,
-                keys: sql_keys,
-                collations,
+                sorted,
+                ranges,
             })
         }
     }
