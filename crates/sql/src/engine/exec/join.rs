@@ -72,14 +72,7 @@ pub(crate) fn run_each(
     each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
 ) -> SqlResult<()> {
     let width = spec.columns.len();
-    let mut runner = Runner {
-        tx,
-        spec,
-        plan,
-        lock,
-        kept: (0..plan.steps.len()).map(|_| None).collect(),
-        stats: vec![StepStats::default(); plan.steps.len()],
-    };
+    let mut runner = Runner::new(tx, spec, plan, lock);
     if !plan.steps.is_empty() {
         // Leading steps the data nodes can join (`exec::pushed`) run as one request.
         let pushed = super::pushed::pushable(spec, plan, lock.is_some(), ctx.env.join_pushdown);
@@ -172,14 +165,7 @@ pub(crate) fn run_top(
     let StepAccess::Own(access) = &first.access else {
         unreachable!("a top N join's first table is read on its own, in order");
     };
-    let mut runner = Runner {
-        tx,
-        spec,
-        plan,
-        lock: None,
-        kept: (0..plan.steps.len()).map(|_| None).collect(),
-        stats: vec![StepStats::default(); plan.steps.len()],
-    };
+    let mut runner = Runner::new(tx, spec, plan, None);
     let finished = top_rounds(&mut runner, t, access, top, ctx, each);
     if let Some(s) = stats {
         *s = runner.stats;
@@ -238,7 +224,7 @@ fn top_rounds(
                 None,
                 ctx,
                 None,
-                None,
+                runner.columns[0].as_deref(),
                 super::ScanShape {
                     batch_rows: u32::try_from(per_partition).unwrap_or(u32::MAX),
                     partition: Some(part),
@@ -342,9 +328,71 @@ struct Runner<'r, 's> {
     lock: Option<RowLock>,
     kept: Vec<Option<Kept>>,
     stats: Vec<StepStats>,
+    /// Per step, the native columns its table's reads ask for (None:
+    /// all of them).
+    columns: Vec<Option<Vec<&'r str>>>,
 }
 
-impl Runner<'_, '_> {
+impl<'r, 's> Runner<'r, 's> {
+    /// A runner of `plan`, whose tables' reads ask for the columns the
+    /// statement names (`JoinPlan::used`; None: every column) and those
+    /// the plan's own conditions and keys name.
+    fn new(
+        tx: &'r Transaction<'s>,
+        spec: &'r JoinSpec,
+        plan: &'r JoinPlan,
+        lock: Option<RowLock>,
+    ) -> Self {
+        let columns = match &plan.used {
+            Some(used) => {
+                let mut used = used.to_vec();
+                used.resize(spec.columns.len(), false);
+                let mut named = Vec::new();
+                for step in &plan.steps {
+                    let keys = match &step.access {
+                        StepAccess::Keyed(k) => &k.exprs[..],
+                        StepAccess::Own(_) => &[],
+                    };
+                    for e in step.matching.iter().chain(&step.post).chain(keys) {
+                        crate::engine::plan::join::columns(e, &mut named);
+                    }
+                }
+                for t in &spec.tables {
+                    for e in &t.on {
+                        crate::engine::plan::join::columns(e, &mut named);
+                    }
+                }
+                for e in &spec.inner_on {
+                    crate::engine::plan::join::columns(e, &mut named);
+                }
+                for at in named {
+                    if let Some(u) = used.get_mut(at) {
+                        *u = true;
+                    }
+                }
+                plan.steps
+                    .iter()
+                    .map(|step| {
+                        let t = &spec.tables[step.table];
+                        let width = t.table.columns.len();
+                        used.get(t.offset..t.offset + width)
+                            .and_then(|u| super::columns_used(&t.table, u))
+                    })
+                    .collect()
+            }
+            None => vec![None; plan.steps.len()],
+        };
+        Runner {
+            tx,
+            spec,
+            plan,
+            lock,
+            kept: (0..plan.steps.len()).map(|_| None).collect(),
+            stats: vec![StepStats::default(); plan.steps.len()],
+            columns,
+        }
+    }
+
     /// The combined rows step `at` makes of `rows`.
     fn step(
         &mut self,
@@ -392,7 +440,7 @@ impl Runner<'_, '_> {
                         None,
                         ctx,
                         None,
-                        None,
+                        self.columns[at].as_deref(),
                         super::ScanShape::default(),
                         |row, _key, ctx| {
                             read += 1;
@@ -418,7 +466,7 @@ impl Runner<'_, '_> {
                         ctx,
                         None,
                         None,
-                        None,
+                        self.columns[at].as_deref(),
                     )?;
                     self.stats[at].batches += 1;
                     self.stats[at].read += found.len() as u64;
@@ -455,7 +503,7 @@ impl Runner<'_, '_> {
                 for chunk in rows.chunks(JOIN_BATCH_ROWS) {
                     let batch = read_batch(
                         self.tx,
-                        &t.table,
+                        (&t.table, self.columns[at].as_deref()),
                         k,
                         step.filter.as_ref(),
                         chunk,
@@ -692,7 +740,7 @@ fn is_text(ty: &SqlType) -> bool {
 /// Reads the inner rows for one chunk of outer rows: one native batch.
 fn read_batch(
     tx: &Transaction<'_>,
-    table: &Arc<TableInfo>,
+    (table, columns): (&Arc<TableInfo>, Option<&[&str]>),
     k: &Keyed,
     own_filter: Option<&Filter>,
     chunk: &[Vec<Val>],
@@ -747,6 +795,9 @@ fn read_batch(
                     .ignore_error();
                 if k.kind == KeyedKind::Unique {
                     op = op.index(&k.index);
+                }
+                if let Some(columns) = columns {
+                    op = op.columns(columns);
                 }
                 handles.push(
                     tx.define(op)
@@ -850,6 +901,7 @@ fn read_batch(
                     upper,
                     more_ranges: order[1..].iter().map(|i| range(*i)).collect(),
                     filter: own_filter.cloned(),
+                    projection: columns.map(<[&str]>::to_vec),
                     lock: lock.map(|l| l.mode),
                     lock_wait: RowLock::wait_of(lock),
                     ..ScanOptions::default()

@@ -527,6 +527,12 @@ pub(crate) fn columns_named<'t, 'e>(
             *used.get_mut(at)? = true;
         }
     }
+    columns_used(table, &used)
+}
+
+/// The native names of the columns of `table` marked in `used` (one per
+/// SQL column), with the primary key's, or None when every one is.
+pub(crate) fn columns_used<'t>(table: &'t TableInfo, used: &[bool]) -> Option<Vec<&'t str>> {
     if used.iter().all(|u| *u) {
         return None;
     }
@@ -534,7 +540,7 @@ pub(crate) fn columns_named<'t, 'e>(
     let mut names: Vec<&str> = table
         .columns
         .iter()
-        .zip(&used)
+        .zip(used)
         .filter(|(_, used)| **used)
         .filter_map(|(c, _)| def.columns.get(c.native).map(|n| n.name.as_str()))
         .collect();

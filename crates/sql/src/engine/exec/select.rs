@@ -2437,8 +2437,7 @@ fn stream(
         // A join's plan, or the one table's access.
         let read = match (&p.join, &p.table) {
             (Some(spec), _) => {
-                let plan = plan::join::plan(spec, p.cond.as_ref(), &mut ctx)?;
-                let top = top_join(p, spec, &plan, &mut ctx)?;
+                let (plan, top) = join_plans(p, spec, &mut ctx)?;
                 Read::Join(spec, plan, top)
             }
             (None, Some(table)) => {
@@ -3282,8 +3281,48 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
         // What the LATERAL tables name of the row: read it all.
         return None;
     }
-    let exprs = p
-        .items
+    super::columns_named(table, named_exprs(p))
+}
+
+/// A join's plan, and the plan of a top N along its first table's order
+/// when that reads less (`top_join`); both read the columns the
+/// statement names (`JoinPlan::used`).
+fn join_plans(
+    p: &Planned,
+    spec: &JoinSpec,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<(plan::join::JoinPlan, Option<super::join::TopJoin>)> {
+    let mut plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
+    let mut top = top_join(p, spec, &plan, ctx)?;
+    // What the LATERAL tables name of the row: read it all.
+    let used = p.laterals.is_empty().then(|| {
+        let mut used = vec![false; spec.columns.len()];
+        let mut named = Vec::new();
+        for e in named_exprs(p) {
+            plan::join::columns(e, &mut named);
+        }
+        for at in named {
+            match used.get_mut(at) {
+                Some(u) => *u = true,
+                // A position outside the combined row: read every column.
+                None => return None,
+            }
+        }
+        Some(used)
+    });
+    let used = used.flatten();
+    if let Some(t) = &mut top {
+        t.plan.used.clone_from(&used);
+    }
+    plan.used = used;
+    Ok((plan, top))
+}
+
+/// The expressions of a SELECT that read its FROM's columns: its items,
+/// conditions, grouping, HAVING, order, aggregates' and window
+/// functions' arguments.
+fn named_exprs(p: &Planned) -> impl Iterator<Item = &Expr> {
+    p.items
         .iter()
         .chain(&p.cond)
         .chain(&p.late)
@@ -3297,8 +3336,7 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
                 .iter()
                 .filter_map(|a| a.concat.as_deref())
                 .flat_map(|gc| gc.args.iter().chain(gc.order.iter().map(|(e, _)| e))),
-        );
-    super::columns_named(table, exprs)
+        )
 }
 
 fn run_one(
@@ -3598,8 +3636,8 @@ fn join_found(
     ctx: &mut Ctx<'_>,
     mut stats: Option<&mut Vec<super::join::StepStats>>,
 ) -> SqlResult<(Vec<Vec<Val>>, plan::join::JoinPlan)> {
-    let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
-    if let Some(top) = top_join(p, spec, &plan, ctx)? {
+    let (plan, top) = join_plans(p, spec, ctx)?;
+    if let Some(top) = top {
         let warned = ctx.warnings.len();
         let mut rows = Vec::new();
         let finished =

@@ -238,6 +238,12 @@ pub struct Step {
 pub struct JoinPlan {
     /// Steps in execution order.
     pub steps: Vec<Step>,
+    /// The combined row's positions the statement reads beyond the
+    /// plan's own conditions and keys (its items, WHERE, grouping,
+    /// order…): each table's reads ask the data nodes for these columns
+    /// and those the plan names, and the others stay NULL. None: every
+    /// column (a multi-table UPDATE or DELETE, which writes whole rows).
+    pub used: Option<Vec<bool>>,
 }
 
 impl JoinPlan {
@@ -851,7 +857,7 @@ fn plan_from(
         first.access = StepAccess::Own(Access::Nothing);
         first.filter = None;
     }
-    Ok(Some(JoinPlan { steps }))
+    Ok(Some(JoinPlan { steps, used: None }))
 }
 
 /// How table `i` would be read after the tables in `placed` (`on`: its
