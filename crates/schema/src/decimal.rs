@@ -165,6 +165,37 @@ impl Decimal {
         Some(value)
     }
 
+    /// `mantissa` with `self = mantissa / 10^scale`, when that is exact (no
+    /// digit past `scale`) and fits an i128 (38 digits): the inverse of
+    /// [`Decimal::from_scaled`], without the text a caller would otherwise
+    /// go through (a DECIMAL(10,2) column's values in the SQL node).
+    pub fn to_scaled(&self, scale: u8) -> Option<i128> {
+        if scale > DECIMAL_SCALE_MAX {
+            return None;
+        }
+        // The fraction's 36 digits: below 10^36 < 2^120.
+        let mut frac: u128 = 0;
+        for limb in self.frac {
+            frac = frac * u128::from(LIMB_BASE) + u128::from(limb);
+        }
+        let frac_digits_total = (FRAC_LIMBS * DECIMAL_GROUP_DIGITS) as u32;
+        let divisor = 10u128.pow(frac_digits_total - u32::from(scale));
+        if !frac.is_multiple_of(divisor) {
+            return None;
+        }
+        let mut int: u128 = 0;
+        for limb in self.int {
+            int = int
+                .checked_mul(u128::from(LIMB_BASE))?
+                .checked_add(u128::from(limb))?;
+        }
+        let magnitude = int
+            .checked_mul(10u128.pow(u32::from(scale)))?
+            .checked_add(frac / divisor)?;
+        let magnitude = i128::try_from(magnitude).ok()?;
+        Some(if self.negative { -magnitude } else { magnitude })
+    }
+
     /// An integer as a decimal.
     pub fn from_i64(value: i64) -> Decimal {
         Decimal::from_scaled(i128::from(value), 0).expect("scale 0 is in range")
@@ -446,6 +477,34 @@ mod tests {
             "-170141183.460469231731687303715884105728"
         );
         assert_eq!(Decimal::from_scaled(1, 31), None);
+    }
+
+    #[test]
+    fn to_scaled_inverts_from_scaled() {
+        assert_eq!(d("-123.45").to_scaled(2), Some(-12345));
+        assert_eq!(d("1.5").to_scaled(2), Some(150));
+        assert_eq!(d("7").to_scaled(0), Some(7));
+        assert_eq!(d("0").to_scaled(30), Some(0));
+        assert_eq!(
+            d("123456789012.000000001").to_scaled(9),
+            Some(123_456_789_012_000_000_001)
+        );
+        // A digit past the scale, or past an i128's.
+        assert_eq!(d("1.25").to_scaled(1), None);
+        assert_eq!(
+            d("99999999999999999999999999999999999999999").to_scaled(0),
+            None
+        );
+        assert_eq!(d("1").to_scaled(31), None);
+        for (m, scale) in [
+            (i128::MAX, 30),
+            (i128::MIN + 1, 0),
+            (-5, 30),
+            (10i128.pow(38) - 1, 4),
+        ] {
+            let x = Decimal::from_scaled(m, scale).unwrap();
+            assert_eq!(x.to_scaled(scale), Some(m), "{x}");
+        }
     }
 
     #[test]

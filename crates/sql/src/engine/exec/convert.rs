@@ -79,8 +79,12 @@ pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {
         (Value::Float(f), _) => Val::Double(f64::from(*f)),
         (Value::Double(f), _) => Val::Double(*f),
         // The column's scale, as MySQL shows a DECIMAL column's values.
-        (Value::Decimal(d), SqlType::Decimal { scale, .. }) => Dec::parse(&d.to_string())
-            .map_or(Val::Null, |x| Val::Dec(x.rescale(*scale).unwrap_or(x))),
+        (Value::Decimal(d), SqlType::Decimal { scale, .. }) => match d.to_scaled(*scale) {
+            // The common case: the mantissa as it is, no text between.
+            Some(m) => Val::Dec(Dec::new(m, *scale)),
+            None => Dec::parse(&d.to_string())
+                .map_or(Val::Null, |x| Val::Dec(x.rescale(*scale).unwrap_or(x))),
+        },
         (Value::Decimal(d), _) => Dec::parse(&d.to_string()).map_or(Val::Null, Val::Dec),
         (Value::String(s), _) => Val::Str(s.clone().into_bytes()),
         (Value::Bytes(b), _) => Val::Str(b.clone()),
@@ -547,9 +551,12 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             if r.whole_digits() > u32::from(precision.saturating_sub(*scale)) {
                 return fail(Misfit::OutOfRange);
             }
-            match schema::Decimal::parse(&r.to_text()) {
-                Ok(d) => Value::Decimal(d),
-                Err(_) => return fail(Misfit::OutOfRange),
+            let scaled = i128::try_from(r.mantissa)
+                .ok()
+                .and_then(|m| schema::Decimal::from_scaled(m, r.scale));
+            match scaled.map_or_else(|| schema::Decimal::parse(&r.to_text()).ok(), Some) {
+                Some(d) => Value::Decimal(d),
+                None => return fail(Misfit::OutOfRange),
             }
         }
         SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => {
