@@ -173,25 +173,30 @@ impl Decimal {
         if scale > DECIMAL_SCALE_MAX {
             return None;
         }
-        // The fraction's 36 digits: below 10^36 < 2^120.
-        let mut frac: u128 = 0;
-        for limb in self.frac {
-            frac = frac * u128::from(LIMB_BASE) + u128::from(limb);
-        }
-        let frac_digits_total = (FRAC_LIMBS * DECIMAL_GROUP_DIGITS) as u32;
-        let divisor = 10u128.pow(frac_digits_total - u32::from(scale));
-        if !frac.is_multiple_of(divisor) {
+        // The limbs holding the scale's fraction digits; the others, and
+        // the last one's digits past the scale, must be zero. Word
+        // arithmetic only: a DECIMAL(10,2) value is one limb each side.
+        let group = DECIMAL_GROUP_DIGITS as u32;
+        let needed = u32::from(scale).div_ceil(group) as usize;
+        if self.frac[needed..].iter().any(|&l| l != 0) {
             return None;
         }
-        let mut int: u128 = 0;
-        for limb in self.int {
-            int = int
+        let mut magnitude: u128 = 0;
+        for &limb in self.int.iter().skip_while(|&&l| l == 0) {
+            magnitude = magnitude
                 .checked_mul(u128::from(LIMB_BASE))?
                 .checked_add(u128::from(limb))?;
         }
-        let magnitude = int
-            .checked_mul(10u128.pow(u32::from(scale)))?
-            .checked_add(frac / divisor)?;
+        for (at, &limb) in self.frac[..needed].iter().enumerate() {
+            let digits = (u32::from(scale) - at as u32 * group).min(group);
+            let cut = 10u32.pow(group - digits);
+            if limb % cut != 0 {
+                return None;
+            }
+            magnitude = magnitude
+                .checked_mul(10u128.pow(digits))?
+                .checked_add(u128::from(limb / cut))?;
+        }
         let magnitude = i128::try_from(magnitude).ok()?;
         Some(if self.negative { -magnitude } else { magnitude })
     }
@@ -484,6 +489,8 @@ mod tests {
         assert_eq!(d("-123.45").to_scaled(2), Some(-12345));
         assert_eq!(d("1.5").to_scaled(2), Some(150));
         assert_eq!(d("7").to_scaled(0), Some(7));
+        assert_eq!(d("-1.0000000001").to_scaled(10), Some(-10_000_000_001));
+        assert_eq!(d("1.00000000010").to_scaled(12), Some(1_000_000_000_100));
         assert_eq!(d("0").to_scaled(30), Some(0));
         assert_eq!(
             d("123456789012.000000001").to_scaled(9),

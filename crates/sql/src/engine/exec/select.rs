@@ -5208,12 +5208,24 @@ impl AggState {
                         _ => v.clone(),
                     }
                 } else {
-                    expr::eval::arith(
-                        expr::Arith::Add,
-                        std::mem::replace(&mut st.sum, Val::Null),
-                        v.clone(),
-                        ctx,
-                    )?
+                    // Decimals of one scale (a DECIMAL column's values):
+                    // their mantissas added, as `arith` would.
+                    let same = match (&st.sum, &v) {
+                        (Val::Dec(a), Val::Dec(b)) if a.scale == b.scale => a
+                            .mantissa
+                            .checked_add(b.mantissa)
+                            .and_then(|m| Dec::checked(m, a.scale)),
+                        _ => None,
+                    };
+                    match same {
+                        Some(d) => Val::Dec(d),
+                        None => expr::eval::arith(
+                            expr::Arith::Add,
+                            std::mem::replace(&mut st.sum, Val::Null),
+                            v.clone(),
+                            ctx,
+                        )?,
+                    }
                 };
             }
             AggFn::Min | AggFn::Max => {
