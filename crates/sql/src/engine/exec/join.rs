@@ -776,7 +776,7 @@ fn read_batch(
     match k.kind {
         KeyedKind::Primary | KeyedKind::Unique => {
             // One read per distinct key, all in one execute.
-            let mut distinct: HashMap<String, usize> = HashMap::new();
+            let mut distinct: HashMap<Vec<u8>, usize> = HashMap::new();
             let mut handles = Vec::new();
             let mut slot_of = Vec::with_capacity(chunk.len());
             for key in &keys {
@@ -784,8 +784,8 @@ fn read_batch(
                     slot_of.push(None);
                     continue;
                 };
-                let text = format!("{native:?}");
-                if let Some(at) = distinct.get(&text) {
+                let bytes = super::key_bytes(native);
+                if let Some(at) = distinct.get(&bytes) {
                     slot_of.push(Some(*at));
                     continue;
                 }
@@ -803,7 +803,7 @@ fn read_batch(
                     tx.define(op)
                         .map_err(|e| txn::native_error_in(&e, &table.name))?,
                 );
-                distinct.insert(text, handles.len() - 1);
+                distinct.insert(bytes, handles.len() - 1);
                 slot_of.push(Some(handles.len() - 1));
             }
             let mut rows = Vec::new();
