@@ -350,7 +350,13 @@ impl<'r, 's> Runner<'r, 's> {
                 let mut named = Vec::new();
                 for step in &plan.steps {
                     let keys = match &step.access {
-                        StepAccess::Keyed(k) => &k.exprs[..],
+                        StepAccess::Keyed(k) => {
+                            // The key's own columns: a batch's rows are
+                            // matched to their outer rows by them.
+                            let offset = spec.tables[step.table].offset;
+                            named.extend(k.columns.iter().map(|c| offset + c));
+                            &k.exprs[..]
+                        }
                         StepAccess::Own(_) => &[],
                     };
                     for e in step.matching.iter().chain(&step.post).chain(keys) {
