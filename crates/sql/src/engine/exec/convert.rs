@@ -551,10 +551,12 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             if r.whole_digits() > u32::from(precision.saturating_sub(*scale)) {
                 return fail(Misfit::OutOfRange);
             }
-            let scaled = i128::try_from(r.mantissa)
+            // From the mantissa when it fits an i128, else from the text.
+            let stored = i128::try_from(r.mantissa)
                 .ok()
-                .and_then(|m| schema::Decimal::from_scaled(m, r.scale));
-            match scaled.map_or_else(|| schema::Decimal::parse(&r.to_text()).ok(), Some) {
+                .and_then(|m| schema::Decimal::from_scaled(m, r.scale))
+                .or_else(|| schema::Decimal::parse(&r.to_text()).ok());
+            match stored {
                 Some(d) => Value::Decimal(d),
                 None => return fail(Misfit::OutOfRange),
             }

@@ -735,6 +735,22 @@ impl Batch {
     }
 }
 
+/// Two keys in index order, given as pairs of their values, each pair
+/// compared under its column's collation.
+fn key_cmp<'v>(
+    pairs: impl Iterator<Item = (&'v Val, &'v Val)>,
+    collations: &[Option<schema::Collation>],
+    ctx: &mut Ctx<'_>,
+) -> Ordering {
+    for ((x, y), coll) in pairs.zip(collations) {
+        let o = compare(x, y, *coll, ctx);
+        if o.is_ne() {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
 /// Whether a column holds text (compared under a PAD SPACE collation).
 fn is_text(ty: &SqlType) -> bool {
     matches!(
@@ -879,14 +895,8 @@ fn read_batch(
                     })
                 })
                 .collect();
-            let cmp = |a: &[Val], b: &[Val], ctx: &mut Ctx<'_>| -> Ordering {
-                for ((x, y), coll) in a.iter().zip(b).zip(&collations) {
-                    let o = compare(x, y, *coll, ctx);
-                    if o.is_ne() {
-                        return o;
-                    }
-                }
-                Ordering::Equal
+            let cmp = |a: &[Val], b: &[Val], ctx: &mut Ctx<'_>| {
+                key_cmp(a.iter().zip(b), &collations, ctx)
             };
             // Distinct keys in key order: keys a collation deems equal
             // ('a' and 'A') are one range, so that no row comes twice.
@@ -927,23 +937,31 @@ fn read_batch(
                     rows.push(sql_row_owned(table, values, r.columns(), ctx.env.tz_secs));
                 }
             }
-            // The rows in key order, for each outer row's binary search.
+            // The rows in key order, for each outer row's binary search;
+            // a row's key is compared where it stands in the row.
+            let row_cmp = |row: &[Val], key: &[Val], ctx: &mut Ctx<'_>| {
+                key_cmp(
+                    k.columns.iter().map(|c| &row[*c]).zip(key),
+                    &collations,
+                    ctx,
+                )
+            };
             let mut sorted: Vec<usize> = (0..rows.len())
                 .filter(|i| k.columns.iter().all(|c| !rows[*i][*c].is_null()))
                 .collect();
-            let key_of =
-                |r: &[Val]| -> Vec<Val> { k.columns.iter().map(|c| r[*c].clone()).collect() };
-            let row_keys: Vec<Vec<Val>> = rows.iter().map(|r| key_of(r)).collect();
-            sorted.sort_by(|a, b| cmp(&row_keys[*a], &row_keys[*b], ctx));
+            sorted.sort_by(|a, b| {
+                let pairs = k.columns.iter().map(|c| (&rows[*a][*c], &rows[*b][*c]));
+                key_cmp(pairs, &collations, ctx)
+            });
             let mut ranges = Vec::with_capacity(probes.len());
             for p in &probes {
                 ranges.push(match p {
                     None => 0..0,
                     Some(p) => {
-                        let start = sorted.partition_point(|r| cmp(&row_keys[*r], p, ctx).is_lt());
+                        let start = sorted.partition_point(|r| row_cmp(&rows[*r], p, ctx).is_lt());
                         let end = start
                             + sorted[start..]
-                                .partition_point(|r| cmp(&row_keys[*r], p, ctx).is_eq());
+                                .partition_point(|r| row_cmp(&rows[*r], p, ctx).is_eq());
                         start..end
                     }
                 });
