@@ -121,7 +121,7 @@ pub use pool::ClusterPool;
 pub use proto::error as codes;
 pub use proto::{CmpOp, Filter};
 pub use pushed::{JoinedRow, PushedChild, PushedIter, PushedKey};
-pub use scan::{ScanIter, ScanOptions, TableStats, SCAN_BATCH_ROWS_DEFAULT};
+pub use scan::{close_scans, ScanIter, ScanOptions, TableStats, SCAN_BATCH_ROWS_DEFAULT};
 pub use schema::Table;
 pub use session::{send_all, Callback, Session, IN_FLIGHT_MAX};
 pub use stats::SessionStats;

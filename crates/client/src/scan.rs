@@ -153,6 +153,9 @@ pub struct ScanIter<'t, 's> {
     /// It may end its transaction at the TC (`tc_flags::RELEASE`): its end
     /// tells the transaction whether it did.
     release: bool,
+    /// Its close went out already ([`close_scans`]): the drop only waits
+    /// for the answer.
+    close_sent: bool,
 }
 
 impl<'s> Transaction<'s> {
@@ -359,6 +362,7 @@ impl<'s> Transaction<'s> {
             pushed_width: None,
             stats_scan,
             release,
+            close_sent: false,
         })
     }
 }
@@ -393,7 +397,31 @@ impl<'t, 's> ScanIter<'t, 's> {
             pushed_width: Some(width),
             stats_scan: false,
             release: false,
+            close_sent: false,
         }
+    }
+
+    /// Rows received and not yet taken.
+    pub fn buffered(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Asks for the next batch now, while rows of the last are still to
+    /// be taken, so that it travels while they are used (the iterator
+    /// asks only once they are gone). Nothing when a batch is asked for
+    /// or here already, or the scan is over.
+    pub fn prefetch(&mut self) -> Result<()> {
+        if self.done || self.failed {
+            return Ok(());
+        }
+        while self.owed > 0 {
+            if let Err(error) = self.send_next(false) {
+                self.failed = true;
+                return Err(error);
+            }
+            self.owed -= 1;
+        }
+        Ok(())
     }
 
     /// The session the scan runs in.
@@ -589,11 +617,31 @@ impl Iterator for ScanIter<'_, '_> {
     }
 }
 
+/// Closes scans left before their end, all their closes sent before any
+/// answer is waited for: one round trip for all of them, where dropping
+/// them one by one waits for each (a scan that may end its transaction
+/// waits for its close's answer).
+pub fn close_scans<'t, 's: 't>(scans: impl IntoIterator<Item = ScanIter<'t, 's>>) {
+    let mut scans: Vec<ScanIter<'t, 's>> = scans.into_iter().collect();
+    for scan in &mut scans {
+        if !scan.done && !scan.failed {
+            // Best effort, as a drop's: a close that cannot go is sent
+            // again by the drop, which then answers for it.
+            scan.close_sent = scan.send_next(true).is_ok();
+        }
+    }
+    drop(scans);
+}
+
 impl Drop for ScanIter<'_, '_> {
     fn drop(&mut self) {
         if !self.done && !self.failed {
             // Best effort: the TC closes the scan; its last answer is dropped.
-            let closed = self.send_next(true);
+            let closed = if self.close_sent {
+                Ok(())
+            } else {
+                self.send_next(true)
+            };
             if self.release {
                 // The close's answer (or the scan's end, if that came
                 // first) says whether the TC ended the transaction, which

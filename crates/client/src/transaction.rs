@@ -667,6 +667,13 @@ pub(crate) struct TxRequest {
     pub sent_at: Instant,
 }
 
+impl<'s> Transaction<'s> {
+    /// The session the transaction runs in.
+    pub fn session(&self) -> &'s Session {
+        self.session
+    }
+}
+
 impl Drop for Transaction<'_> {
     /// A transaction dropped while open at its TC (it sent operations and
     /// neither committed nor rolled back) is rolled back first: otherwise

@@ -407,6 +407,15 @@ fn top_n_in_index_order() {
     let (rows, scans, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k DESC LIMIT 4");
     let ks: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(ks, [&last, &last, &before_last, &before_last]);
+    // Rows of one k in the index's order: by primary key (descending
+    // here), whichever partitions hold them, as MariaDB's index gives them.
+    let vs: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(
+        vs,
+        (0..4)
+            .map(|i| format!("a value of some length {}", TOP_TABLE_ROWS - 1 - i))
+            .collect::<Vec<_>>()
+    );
     assert!(scans >= partitions, "{scans} scans: one per partition");
     assert!(
         bytes * 20 < whole_bytes,
@@ -490,6 +499,19 @@ fn top_n_in_index_order() {
         "{plan:?}"
     );
     assert!(!plan[0][11].contains("filesort"), "{plan:?}");
+    // An OFFSET past half the table still reads r along its order, merged.
+    let deep =
+        "SELECT r.id, c.name FROM r JOIN c ON c.id = r.g ORDER BY r.id DESC LIMIT 3 OFFSET 1200";
+    assert_eq!(
+        q(&mut conn, deep),
+        [["799", "n1"], ["798", "n0"], ["797", "n6"]]
+    );
+    let plan = q(&mut conn, &format!("EXPLAIN {deep}"));
+    assert_eq!(
+        (plan[0][2].as_str(), plan[0][6].as_str()),
+        ("r", "PRIMARY"),
+        "{plan:?}"
+    );
     // A condition on the later table that one row in seven passes takes
     // rounds of more rows per partition; one no row passes gives way to
     // the plan without the order.
@@ -524,11 +546,34 @@ fn top_n_in_index_order() {
         bytes * 20 < whole_bytes,
         "MIN of g = 3 received {bytes} bytes"
     );
-    // A LIMIT near the table's rows reads it whole, in one scan.
+    // A larger LIMIT, and an OFFSET, read about their rows too: each
+    // partition's in index order, merged, never the table.
     let (rows, _, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k LIMIT 400");
     assert_eq!(rows.len(), 400);
     assert_eq!(rows[399][0], "199");
-    assert!(bytes * 2 > whole_bytes, "a top 400 received {bytes} bytes");
+    assert!(bytes * 3 < whole_bytes, "a top 400 received {bytes} bytes");
+    let (rows, _, bytes) = read(&mut conn, "SELECT k, v FROM r ORDER BY k LIMIT 1000, 3");
+    assert_eq!(
+        rows,
+        [
+            ["500", "a value of some length 1000"],
+            ["500", "a value of some length 1001"],
+            ["501", "a value of some length 1002"]
+        ]
+    );
+    assert!(
+        bytes * 3 < whole_bytes * 2,
+        "an offset of 1,000 received {bytes} bytes"
+    );
+    // Without a LIMIT, every row, in order, and no sort.
+    let (rows, _, _) = read(&mut conn, "SELECT id FROM r ORDER BY k DESC, id DESC");
+    let ids: Vec<usize> = rows.iter().map(|r| r[0].parse().expect("id")).collect();
+    assert_eq!(ids, (0..TOP_TABLE_ROWS).rev().collect::<Vec<_>>());
+    let plan = q(
+        &mut conn,
+        "EXPLAIN SELECT id FROM r ORDER BY k DESC, id DESC",
+    );
+    assert!(!plan[0][11].contains("filesort"), "{plan:?}");
     // Batched key access through an ordered index: the keys of a batch of
     // outer rows (300 of them, every third value of r.k) are a range each,
     // so only their rows come back, not the span from the smallest to the

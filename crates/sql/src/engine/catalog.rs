@@ -1274,6 +1274,16 @@ fn reserve(conn: &Conn<'_>, table: &TableInfo, want: u64, at_least: Option<u64>)
 }
 
 impl SqlType {
+    /// The collation a text type compares under; None for any other type.
+    pub fn collation(&self) -> Option<Collation> {
+        match self {
+            SqlType::Char { collation, .. }
+            | SqlType::VarChar { collation, .. }
+            | SqlType::Text { collation, .. } => Some(*collation),
+            _ => None,
+        }
+    }
+
     /// An integer, FLOAT, DOUBLE or DECIMAL type: a number with no other
     /// meaning (not BIT, YEAR or a temporal type).
     pub fn is_number(&self) -> bool {

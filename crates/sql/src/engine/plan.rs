@@ -1722,6 +1722,27 @@ fn primary_key_after(table: &TableInfo, columns: &[usize]) -> Vec<usize> {
 /// table): ORDER BY names the index's columns from the first the range
 /// does not fix, and may go on with the primary key's.
 pub fn follows_index(table: &TableInfo, order: &[(Expr, bool)], access: &Access) -> bool {
+    let Some(rest) = index_order(table, order, access) else {
+        return false;
+    };
+    let is_col = |e: &Expr, c: usize| matches!(e, Expr::Col(x) if *x == c);
+    order.iter().all(|(_, d)| *d == order[0].1)
+        && order.len() <= rest.len()
+        && order.iter().zip(&rest).all(|((e, _), c)| is_col(e, *c))
+}
+
+/// The columns (positions in the table) by whose values, one after the
+/// other, `access`'s ordered index orders the rows of a partition it
+/// reads, from the first that `order` may begin with: the index's
+/// columns from the first the range does not fix (or the fixed one
+/// ORDER BY names first), then the primary key's (the index's last
+/// tiebreak). None when `access` reads no range of an ordered index in
+/// its order, or `order` is empty.
+pub fn index_order(
+    table: &TableInfo,
+    order: &[(Expr, bool)],
+    access: &Access,
+) -> Option<Vec<usize>> {
     let Access::Range {
         columns,
         points,
@@ -1730,10 +1751,10 @@ pub fn follows_index(table: &TableInfo, order: &[(Expr, bool)], access: &Access)
         ..
     } = access
     else {
-        return false;
+        return None;
     };
     if order.is_empty() || !points.is_empty() {
-        return false;
+        return None;
     }
     // Leading index columns the range fixes to one value (`WHERE u = 3`
     // on an index of (u, t)) order nothing: ORDER BY t follows the index.
@@ -1757,9 +1778,7 @@ pub fn follows_index(table: &TableInfo, order: &[(Expr, bool)], access: &Access)
         .unwrap_or(fixed);
     let mut rest = columns[start.min(columns.len())..].to_vec();
     rest.extend(primary_key_after(table, columns));
-    order.iter().all(|(_, d)| *d == order[0].1)
-        && order.len() <= rest.len()
-        && order.iter().zip(&rest).all(|((e, _), c)| is_col(e, *c))
+    Some(rest)
 }
 
 /// An unbounded scan of the ordered index whose leading columns are the

@@ -31,7 +31,7 @@ use skarv_client::{ExecMode, LockMode, Op, OpHandle, Outcome, Transaction};
 
 use super::convert::{self, Target};
 use super::{fetch, RowLock, OPS_PER_EXECUTE_MAX};
-use crate::engine::catalog::{meta, SqlType, TableInfo};
+use crate::engine::catalog::{meta, TableInfo};
 use crate::engine::expr::{CmpOp, Ctx, Expr, InList, Val};
 use crate::engine::foreign::{children_of, column_positions, no_parent, parent_key, referenced};
 use crate::engine::session::statement_deadline;
@@ -561,7 +561,7 @@ fn children(
     txn::flush(tx).map_err(|e| txn::native_error_in(&e, &child.name))?;
     let collations: Vec<Option<schema::Collation>> = columns
         .iter()
-        .map(|&c| collation_of(&child.columns[c].ty))
+        .map(|&c| child.columns[c].ty.collation())
         .collect();
     let mut out = Vec::new();
     let warned = ctx.warnings.len();
@@ -648,15 +648,6 @@ fn scan(
         None,
         None,
     )
-}
-
-fn collation_of(ty: &SqlType) -> Option<schema::Collation> {
-    match ty {
-        SqlType::Char { collation, .. }
-        | SqlType::VarChar { collation, .. }
-        | SqlType::Text { collation, .. } => Some(*collation),
-        _ => None,
-    }
 }
 
 /// ALTER TABLE … ADD FOREIGN KEY of a table with rows: each row's parent

@@ -137,20 +137,19 @@ pub(crate) struct TopJoin {
     pub budget: u64,
 }
 
-/// Fewest rows a top N join reads from each partition of its first table
-/// in its first round.
+/// Fewest rows of the first table a top N join joins in its first round.
 pub(crate) const TOP_JOIN_ROWS_MIN: usize = 16;
 
 /// Runs a [`TopJoin`], handing `each` the combined rows of the first
-/// table's rows in rounds: each round reads the first `k` rows of every
-/// partition in index order (k = N, then doubled), and the rows below the
-/// lowest last row among the partitions that had more (every partition's
-/// rows up to there are all read) go through the later steps; rows of
-/// earlier rounds are passed by. It ends once N combined rows are made or
-/// the table is read to its end. Ok(false): after a round, the rows read
-/// so far times N over the rows made passed the budget (a WHERE on the
-/// later tables that few rows pass); the caller then forgets what `each`
-/// had and runs the plan chosen without the order.
+/// table's rows in ORDER BY's order: its partitions' rows read in index
+/// order and merged (`merge::merged_each`), joined in rounds (N rows,
+/// then twice as many each round, up to a join batch) until N combined
+/// rows are made or the table is read to its end. Ok(false): after a
+/// round, the rows read so far times N over the rows made passed the
+/// budget (a WHERE on the later tables that few rows pass), or the
+/// transaction has writes to flush that the merge's own transactions
+/// would not see; the caller then forgets what `each` had and runs the
+/// plan chosen without the order.
 pub(crate) fn run_top(
     tx: &Transaction<'_>,
     spec: &JoinSpec,
@@ -165,114 +164,92 @@ pub(crate) fn run_top(
     let StepAccess::Own(access) = &first.access else {
         unreachable!("a top N join's first table is read on its own, in order");
     };
+    let order: Vec<(Expr, bool)> = top
+        .keys
+        .iter()
+        .map(|(c, _)| (Expr::Col(*c), top.descending))
+        .collect();
+    let keys = crate::engine::plan::index_order(&t.table, &order, access);
+    let Some(keys) = keys.filter(|_| tx.pending_ops() == 0) else {
+        return Ok(false);
+    };
     let mut runner = Runner::new(tx, spec, plan, None);
-    let finished = top_rounds(&mut runner, t, access, top, ctx, each);
+    let columns = runner.columns[0].clone();
+    let mut round = Round {
+        rows: Vec::new(),
+        size: top.stop_after.max(TOP_JOIN_ROWS_MIN),
+        made: 0,
+        outcome: None,
+    };
+    let empty = vec![Val::Null; spec.columns.len()];
+    let partitions = t.table.native.def().partitions;
+    let merged = ((0..partitions).collect(), keys);
+    let read = super::merge::MergedRead {
+        filter: first.filter.clone(),
+        columns: columns.as_deref(),
+        stop_after: usize::try_from(top.rows).ok(),
+        ..super::merge::MergedRead::along(&t.table, access, top.descending, merged)
+    };
+    super::merge::merged_each(tx.session(), read, ctx, |row, ctx| {
+        runner.stats[0].read += 1;
+        round.rows.push(row);
+        if round.rows.len() < round.size {
+            return Ok(true);
+        }
+        round.outcome = round.join(&mut runner, &empty, top, ctx, each)?;
+        round.size = round.size.saturating_mul(2).min(JOIN_BATCH_ROWS);
+        Ok(round.outcome.is_none())
+    })?;
+    if round.outcome.is_none() {
+        // Every partition read to its end: the last round's rows joined,
+        // and the run is over whatever they cost.
+        round.join(&mut runner, &empty, top, ctx, each)?;
+        round.outcome = Some(true);
+    }
     if let Some(s) = stats {
         *s = runner.stats;
     }
-    finished
+    Ok(round.outcome != Some(false))
 }
 
-/// The rounds of [`run_top`].
-fn top_rounds(
-    runner: &mut Runner<'_, '_>,
-    t: &crate::engine::plan::join::JoinTable,
-    access: &crate::engine::plan::Access,
-    top: &TopJoin,
-    ctx: &mut Ctx<'_>,
-    each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
-) -> SqlResult<bool> {
-    let spec = runner.spec;
-    let first = &runner.plan.steps[0];
-    let partitions = t.table.native.def().partitions;
-    // Two rows of the first table by ORDER BY (descending reversed).
-    let cmp = |a: &[Val], b: &[Val]| -> Ordering {
-        for (col, coll) in &top.keys {
-            let o = super::select::order_cmp(&a[*col], &b[*col], *coll);
-            let o = if top.descending { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
-    };
-    let empty = vec![Val::Null; spec.columns.len()];
-    let mut per_partition = top.stop_after.max(TOP_JOIN_ROWS_MIN);
-    // The rows before `done` went through the join in earlier rounds.
-    let mut done: Option<Vec<Val>> = None;
-    let mut made = 0usize;
-    loop {
+/// A round of [`run_top`]: the first table's rows read since the last.
+struct Round {
+    rows: Vec<Vec<Val>>,
+    /// Rows a round joins.
+    size: usize,
+    /// Combined rows made so far.
+    made: usize,
+    /// Some(true): N rows made, or `each` had enough; Some(false): past
+    /// the budget.
+    outcome: Option<bool>,
+}
+
+impl Round {
+    /// Joins the round's rows through the later steps, handing `each`
+    /// what they make; Some once the run is over.
+    fn join(
+        &mut self,
+        runner: &mut Runner<'_, '_>,
+        empty: &[Val],
+        top: &TopJoin,
+        ctx: &mut Ctx<'_>,
+        each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
+    ) -> SqlResult<Option<bool>> {
         let started = Instant::now();
-        let mut rows: Vec<Vec<Val>> = Vec::new();
-        // The lowest last row of the partitions not read to their end:
-        // every row before it is read.
-        let mut upto: Option<Vec<Val>> = None;
-        for part in 0..partitions {
-            let mut read = 0usize;
-            let mut last: Option<Vec<Val>> = None;
-            // Relied on: a partition's rows come in ORDER BY's order (the
-            // index's order is the SQL order of its columns).
-            #[cfg(debug_assertions)]
-            let mut previous: Option<Vec<Val>> = None;
-            super::fetch_each(
-                runner.tx,
-                &t.table,
-                access,
-                first.filter.clone(),
-                None,
-                top.descending,
-                None,
-                ctx,
-                None,
-                runner.columns[0].as_deref(),
-                super::ScanShape {
-                    batch_rows: u32::try_from(per_partition).unwrap_or(u32::MAX),
-                    partition: Some(part),
-                    ..super::ScanShape::default()
-                },
-                |row, _key, _ctx| {
-                    read += 1;
-                    #[cfg(debug_assertions)]
-                    {
-                        debug_assert!(
-                            previous.as_deref().is_none_or(|p| cmp(p, &row).is_le()),
-                            "partition {part} of {} out of ORDER BY's order",
-                            t.table.name
-                        );
-                        previous = Some(row.clone());
-                    }
-                    let earlier = done.as_deref().is_some_and(|d| cmp(&row, d).is_lt());
-                    if read == per_partition {
-                        last = Some(row.clone());
-                    }
-                    if !earlier {
-                        rows.push(row);
-                    }
-                    Ok(read < per_partition)
-                },
-            )?;
-            runner.stats[0].batches += 1;
-            runner.stats[0].read += read as u64;
-            if let Some(last) = last {
-                if upto.as_deref().is_none_or(|u| cmp(&last, u).is_lt()) {
-                    upto = Some(last);
-                }
-            }
-        }
-        if let Some(u) = upto.as_deref() {
-            rows.retain(|r| cmp(r, u).is_lt());
-        }
+        let spec = runner.spec;
+        let first = &runner.plan.steps[0];
         let mut combined = Vec::new();
-        for row in &rows {
+        for row in self.rows.drain(..) {
             combine(
                 spec,
                 first,
-                &empty,
-                std::iter::once(row),
+                empty,
+                std::iter::once(&row),
                 ctx,
                 &mut combined,
             )?;
         }
+        runner.stats[0].batches += 1;
         runner.stats[0].rows += combined.len() as u64;
         runner.stats[0].time += started.elapsed();
         for chunk in combined.chunks(JOIN_BATCH_ROWS) {
@@ -284,29 +261,21 @@ fn top_rounds(
                 joined = runner.step(at, joined, ctx)?;
             }
             for row in joined {
-                made += 1;
+                self.made += 1;
                 if !each(row, ctx)? {
-                    return Ok(true);
+                    return Ok(Some(true));
                 }
             }
         }
-        let Some(upto) = upto else {
-            // Every partition read to its end.
-            return Ok(true);
-        };
-        if made >= top.stop_after {
-            return Ok(true);
+        if self.made >= top.stop_after {
+            return Ok(Some(true));
         }
         // What reaching N would read at the rate seen so far (at least
         // one row made): past the budget, the plan chosen without the
         // order is cheaper.
         let spent: u64 = runner.stats.iter().map(|s| s.read).sum();
-        let projected = spent.saturating_mul(top.stop_after as u64) / made.max(1) as u64;
-        if projected > top.budget {
-            return Ok(false);
-        }
-        done = Some(upto);
-        per_partition = per_partition.saturating_mul(2);
+        let projected = spent.saturating_mul(top.stop_after as u64) / self.made.max(1) as u64;
+        Ok((projected > top.budget).then_some(false))
     }
 }
 
@@ -867,12 +836,7 @@ fn read_batch(
             let collations: Vec<Option<schema::Collation>> = k
                 .columns
                 .iter()
-                .map(|c| match &table.columns[*c].ty {
-                    SqlType::Char { collation, .. }
-                    | SqlType::VarChar { collation, .. }
-                    | SqlType::Text { collation, .. } => Some(*collation),
-                    _ => None,
-                })
+                .map(|c| table.columns[*c].ty.collation())
                 .collect();
             // Each key as the column's own value (the stored form read
             // back): it compares with the rows' values as the index

@@ -10,6 +10,7 @@ mod from;
 pub mod join;
 pub(crate) mod json_table;
 pub mod load;
+mod merge;
 mod multi;
 pub mod outfile;
 pub mod pushed;

@@ -2411,21 +2411,6 @@ fn stream(
     } else {
         super::super::session::sort_buffer_bytes(conn)
     };
-    // Whether a top N in index order reads each partition's first rows
-    // depends on the table's size (`top_partitions`): its row count,
-    // fetched at most once per `STATS_REFRESH_MS` per table and SQL node.
-    // Only where it can matter: no lock, several partitions, a small top.
-    if let (Some(table), None, Some(limit), false) =
-        (&p.table, &p.join, p.limit, p.order.is_empty())
-    {
-        let top = usize::try_from(limit.saturating_add(p.offset)).unwrap_or(usize::MAX);
-        if p.lock.is_none()
-            && table.native.def().partitions > 1
-            && top <= TOP_PER_PARTITION_ROWS_MAX
-        {
-            crate::engine::stats::refresh(conn, table);
-        }
-    }
     let tx = txn::take(conn)?;
     let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);
     let mut committed = false;
@@ -2444,17 +2429,33 @@ fn stream(
                 let (access, filter) = single_access(table, p, cond.as_deref(), &mut ctx)?;
                 let (descending, sorted) =
                     order_by_index(table, p, &access, cond.as_deref(), &mut ctx)?;
+                // Each partition's scan runs in a transaction of its own,
+                // which would not see this one's writes: only with none
+                // to flush.
+                let merged = if sorted || tx.pending_ops() > 0 {
+                    None
+                } else {
+                    merged_partitions(table, p, &access, cond.as_deref(), &mut ctx)?
+                };
                 Read::Table {
                     table,
                     access,
                     filter,
                     descending,
                     sorted,
+                    merged,
                 }
             }
             (None, None) => unreachable!("a streamed query reads a table or a join"),
         };
-        let sorted = matches!(read, Read::Table { sorted: true, .. });
+        let sorted = matches!(
+            read,
+            Read::Table { sorted: true, .. }
+                | Read::Table {
+                    merged: Some(_),
+                    ..
+                }
+        );
         sink.columns(&plans.metas).map_err(sending_error)?;
         if limit == 0 {
             return Ok(());
@@ -2537,43 +2538,23 @@ fn stream(
                 access,
                 filter,
                 descending,
+                merged,
                 ..
             } => {
                 let columns = projection(table, p);
-                let tops = match top {
-                    Some(n) => top_partitions(table, p, &access, cond.as_deref(), n, &mut ctx)?,
-                    None => None,
-                };
-                if let Some(partitions) = tops {
-                    // Each partition's first rows in index order, one
-                    // partition after the other; the top N of them sorts
-                    // them as it does a whole table's.
-                    for part in 0..partitions {
-                        let last = part + 1 == partitions;
-                        let mut read = 0usize;
-                        fetch_each(
-                            &tx,
-                            table,
-                            &access,
-                            filter.clone(),
-                            None,
-                            descending,
-                            cond.as_deref(),
-                            &mut ctx,
-                            (autocommit_read && last).then_some(&mut committed),
-                            columns.as_deref(),
-                            super::ScanShape {
-                                batch_rows: u32::try_from(stop_after).unwrap_or(u32::MAX),
-                                partition: Some(part),
-                                ..super::ScanShape::default()
-                            },
-                            |row, _key, ctx| {
-                                read += 1;
-                                each(row, ctx)?;
-                                Ok(read < stop_after)
-                            },
-                        )?;
-                    }
+                if let Some(merged) = merged {
+                    // Each partition's rows in index order, merged: the
+                    // first N of the table's order read, about N rows.
+                    let read = super::merge::MergedRead {
+                        filter,
+                        cond: cond.as_deref(),
+                        columns: columns.as_deref(),
+                        stop_after: p.limit.is_some().then_some(stop_after),
+                        ..super::merge::MergedRead::along(table, &access, descending, merged)
+                    };
+                    super::merge::merged_each(tx.session(), read, &mut ctx, |row, ctx| {
+                        each(row, ctx)
+                    })?;
                 } else {
                     // A locking read that stops at its LIMIT locks no more
                     // rows per partition than it needs (`fetch`'s rule).
@@ -2661,6 +2642,10 @@ enum Read<'p> {
         filter: Option<skarv_client::Filter>,
         descending: bool,
         sorted: bool,
+        /// Read partition by partition, the rows merged in index order
+        /// (`merged_partitions`): the partitions, and the columns the
+        /// index orders by.
+        merged: Option<(Vec<u32>, Vec<usize>)>,
     },
 }
 
@@ -3352,10 +3337,14 @@ fn run_one(
     shape_found(p, found, sorted, ctx)
 }
 
+/// Rows per partition and aggregate up to which a MIN/MAX reads the table
+/// rather than each partition's first row ([`min_max_candidates`]).
+const MIN_MAX_SCAN_ROWS_PER_PARTITION: u64 = 8;
+
 /// One aggregate's read of [`min_max_candidates`]: the access along its
 /// column's index, its pushed filter, the WHERE with the column not NULL,
-/// and whether descending (MAX).
-type MinMaxRead = (Access, Option<skarv_client::Filter>, Expr, bool);
+/// whether descending (MAX), and the column.
+type MinMaxRead = (Access, Option<skarv_client::Filter>, Expr, bool, usize);
 
 /// The reads of [`min_max_candidates`] (what `EXPLAIN` shows as "Select
 /// tables optimized away"), or None when the query is not one.
@@ -3394,7 +3383,7 @@ fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxR
     }
     let partitions = table.native.def().partitions;
     let small = table.stats.rows().is_some_and(|rows| {
-        rows <= u64::from(partitions) * TOP_PER_PARTITION_RATIO * wanted.len() as u64
+        rows <= u64::from(partitions) * MIN_MAX_SCAN_ROWS_PER_PARTITION * wanted.len() as u64
     });
     if small {
         return Ok(None);
@@ -3426,7 +3415,7 @@ fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxR
             ctx.warnings.truncate(warned);
             return Ok(None);
         }
-        reads.push((access, filter, both, max));
+        reads.push((access, filter, both, max, column));
     }
     Ok(Some(reads))
 }
@@ -3456,7 +3445,26 @@ fn min_max_candidates(
     let partitions = table.native.def().partitions;
     let columns = projection(table, p);
     let mut found = Vec::new();
-    for (access, filter, both, max) in &reads {
+    for (access, filter, both, max, column) in &reads {
+        // Every partition's first row at once, when nothing of this
+        // transaction's must be seen (its reads run apart from it): the
+        // merge's first is the answer.
+        let keys = plan::index_order(table, &[(Expr::Col(*column), *max)], access);
+        if let (Some(keys), 0) = (keys, tx.pending_ops()) {
+            let merged = ((0..partitions).collect(), keys);
+            let read = super::merge::MergedRead {
+                filter: filter.clone(),
+                cond: Some(both),
+                columns: columns.as_deref(),
+                stop_after: Some(1),
+                ..super::merge::MergedRead::along(table, access, *max, merged)
+            };
+            super::merge::merged_each(tx.session(), read, ctx, |row, _| {
+                found.push((row, Vec::new()));
+                Ok(false)
+            })?;
+            continue;
+        }
         for part in 0..partitions {
             fetch_each(
                 tx,
@@ -3694,25 +3702,50 @@ fn found_of(
         && !p.distinct
         && p.late.is_none();
     // An ordered index gives the order ORDER BY asks for only within one
-    // partition: the TC passes each partition's batches on as they come,
-    // not merged (a merge of the partitions' streams, as NDB's API makes
-    // for an ordered scan, is issue 21's). Rows of a table of one
-    // partition come sorted; the others are sorted here.
+    // partition: the TC passes each partition's batches on as they come.
+    // Rows of a table of one partition come sorted; those of several are
+    // merged (`merge`) when read without locks, else sorted here.
     // A locking scan (a transaction that wrote reads with locks) sees its
     // own inserts after the index's range (they are in no ordered index
     // before commit): sort those too.
     let (descending, sorted) = order_by_index(table, p, &access, cond.as_deref(), ctx)?;
+    let assigns = assigns_user_vars(p);
+    let merged = if sorted || assigns || tx.pending_ops() > 0 {
+        None
+    } else {
+        merged_partitions(table, p, &access, cond.as_deref(), ctx)?
+    };
     let stop_after = match p.limit {
-        Some(l) if plain && sorted => {
+        Some(l) if plain && (sorted || merged.is_some()) => {
             Some(usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX))
         }
         _ => None,
     };
     if stop_after == Some(0) {
-        return Ok((Vec::new(), sorted));
+        return Ok((Vec::new(), sorted || merged.is_some()));
     }
-    let assigns = assigns_user_vars(p);
     let columns = if assigns { None } else { projection(table, p) };
+    if let Some(merged) = merged {
+        let mut found = Vec::new();
+        let read = super::merge::MergedRead {
+            filter,
+            cond: cond.as_deref(),
+            columns: columns.as_deref(),
+            stop_after,
+            ..super::merge::MergedRead::along(table, &access, descending, merged)
+        };
+        super::merge::merged_each(tx.session(), read, ctx, |row, _| {
+            if found.len() >= super::FETCH_ROWS_MAX {
+                return Err(SqlError::unsupported(format_args!(
+                    "statements that keep more than {} rows in the SQL node",
+                    super::FETCH_ROWS_MAX
+                )));
+            }
+            found.push((row, Vec::new()));
+            Ok(stop_after.is_none_or(|n| found.len() < n))
+        })?;
+        return Ok((found, true));
+    }
     let mut found = fetch(
         tx,
         table,
@@ -3793,10 +3826,9 @@ fn cheaper_in_order(
     }
     let matching = plan::join::estimate_rows(table, access).max(1);
     let want = limit.saturating_add(p.offset);
-    let partitions = u64::from(table.native.def().partitions);
-    // Rows read along the order until `want` pass, in every partition.
-    let along = partitions
-        .saturating_mul(want)
+    // Rows read along the order until `want` pass: the partitions' rows
+    // are merged (`merged_partitions`), so about `want` pass in all.
+    let along = want
         .saturating_mul(rows)
         .checked_div(matching)
         .unwrap_or(u64::MAX);
@@ -3849,44 +3881,47 @@ fn in_index_order(p: &Planned, access: &Access) -> bool {
             .is_some_and(|table| plan::follows_index(table, &p.order, access))
 }
 
-/// Fewest rows per partition, per row a partition's top N keeps, above
-/// which a table is read partition by partition for an ORDER BY … LIMIT
-/// in index order (each partition's first N only, one round trip or two
-/// each) rather than whole (one round trip, every row).
-const TOP_PER_PARTITION_RATIO: u64 = 8;
-
-/// Most rows (OFFSET plus LIMIT) read from each partition that way; past
-/// it the whole table is read.
-pub const TOP_PER_PARTITION_ROWS_MAX: usize = 1_000;
-
-/// The partitions to read one by one for a top N of `stop_after` rows in
-/// index order (`in_index_order`), or None to read the table whole: when
-/// the table has several partitions, the condition fixes none of them,
-/// no lock is taken, and the table (as the SQL node last counted it) has
-/// many more rows than the partitions' tops.
-fn top_partitions(
+/// The partitions to read one by one, their rows merged in index order
+/// (`merge::merged_each`), and the columns the index orders them by, for
+/// rows asked for in an ordered index's order (`in_index_order`) that
+/// several partitions hold: the table has several and the condition fixes
+/// none or several of them. Only a read without locks (each partition's
+/// scan runs in a transaction of its own).
+fn merged_partitions(
     table: &TableInfo,
     p: &Planned,
     access: &Access,
     cond: Option<&Expr>,
-    stop_after: usize,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Option<u32>> {
-    let partitions = table.native.def().partitions;
-    if partitions < 2
-        || p.lock.is_some()
-        || stop_after > TOP_PER_PARTITION_ROWS_MAX
-        || !in_index_order(p, access)
-    {
+) -> SqlResult<Option<(Vec<u32>, Vec<usize>)>> {
+    let def = table.native.def();
+    if def.partitions < 2 || p.lock.is_some() || !in_index_order(p, access) {
         return Ok(None);
     }
-    let big = table.stats.rows().is_none_or(|rows| {
-        rows / u64::from(partitions) > TOP_PER_PARTITION_RATIO * stop_after as u64
-    });
-    if !big || plan::partition_keys(table, cond, ctx)?.is_some() {
+    let Some(keys) = plan::index_order(table, &p.order, access) else {
         return Ok(None);
-    }
-    Ok(Some(partitions))
+    };
+    let partitions = match plan::partition_keys(table, cond, ctx)? {
+        None => (0..def.partitions).collect(),
+        // No row can pass (an IN list of NULLs): the plain read finds none.
+        Some(values) if values.is_empty() => return Ok(None),
+        Some(values) => {
+            let mut scratch = Vec::new();
+            let mut partitions = Vec::with_capacity(values.len());
+            for key in &values {
+                partitions.push(
+                    table
+                        .native
+                        .partition_of_key(key, &mut scratch)
+                        .map_err(|e| txn::native_error_in(&e, &table.name))?,
+                );
+            }
+            partitions.sort_unstable();
+            partitions.dedup();
+            partitions
+        }
+    };
+    Ok(Some((partitions, keys)))
 }
 
 /// How many times fewer rows a top N join along its first table's order
@@ -3905,7 +3940,7 @@ const TOP_JOIN_SLACK: u64 = 4;
 /// customers" reads about 20 orders per partition and their 20
 /// customers, not every order (MariaDB reads its first table in index
 /// order when it can, and stops at the LIMIT). Without a lock, a LIMIT
-/// and OFFSET of at most `TOP_PER_PARTITION_ROWS_MAX`, rows not grouped.
+/// and OFFSET of at most `TOP_ROWS_MAX`, rows not grouped.
 fn top_join(
     p: &Planned,
     spec: &JoinSpec,
@@ -3922,7 +3957,7 @@ fn top_join(
         return Ok(None);
     };
     let stop_after = usize::try_from(limit.saturating_add(p.offset)).unwrap_or(usize::MAX);
-    if !plain || p.lock.is_some() || p.order.is_empty() || stop_after > TOP_PER_PARTITION_ROWS_MAX {
+    if !plain || p.lock.is_some() || p.order.is_empty() || stop_after > TOP_ROWS_MAX {
         return Ok(None);
     }
     // ORDER BY columns of one table, one direction.
@@ -3950,18 +3985,16 @@ fn top_join(
     let Some(ordered) = ordered? else {
         return Ok(None);
     };
-    // The first table's rows read: N for each later step's conditions
-    // that pass one row in FILTER_GUESS, times that again for its own
-    // filter, at least the first round's, at most the table.
-    let table = &spec.tables[first].table;
-    let partitions = u64::from(table.native.def().partitions);
-    let per_partition = stop_after.max(super::join::TOP_JOIN_ROWS_MIN) as u64;
+    // The first table's rows read (its partitions' rows merged in
+    // order): N for each later step's conditions that pass one row in
+    // FILTER_GUESS, times that again for its own filter, at least the
+    // first round's, at most the table.
     let filtered = |s: &plan::join::Step| u32::from(s.filters());
     let later: u32 = ordered.steps[1..].iter().map(filtered).sum();
     let own = filtered(&ordered.steps[0]);
     let wanted = (stop_after as u64)
         .saturating_mul(plan::join::FILTER_GUESS.saturating_pow(later + own))
-        .max(partitions.saturating_mul(per_partition));
+        .max(stop_after.max(super::join::TOP_JOIN_ROWS_MIN) as u64);
     let first_rows = ordered.steps[0].rows.min(wanted);
     let normal_cost = normal.cost(None);
     let ordered_cost = ordered.cost(Some(first_rows));

@@ -1075,20 +1075,17 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         }]);
     }
     row.extra.extend(sort_extra);
-    // A top N in index order reads each partition's first N rows
-    // (`top_partitions`) and merges them: no sort of the table.
-    let stop_after = p
-        .limit
-        .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
-    let tops = match stop_after {
-        Some(n) if !sorted && !p.order.is_empty() => {
-            super::top_partitions(table, p, &access, p.cond.as_ref(), n, ctx)?
-                .map(|partitions| u64::from(partitions).saturating_mul(n as u64))
+    // Rows asked for in an ordered index's order that several partitions
+    // hold are read partition by partition and merged (`merged_partitions`):
+    // no sort, and a LIMIT stops the read after its rows.
+    let merged = !sorted
+        && !p.order.is_empty()
+        && super::merged_partitions(table, p, &access, p.cond.as_ref(), ctx)?.is_some();
+    if merged {
+        if let Some(limit) = p.limit {
+            let stop_after = limit.saturating_add(p.offset);
+            row.rows = row.rows.map(|r| r.min(stop_after));
         }
-        _ => None,
-    };
-    if let Some(read) = tops {
-        row.rows = row.rows.map(|r| r.min(read));
     } else if !sorted && !p.order.is_empty() {
         row.extra.push("Using filesort".into());
     }
