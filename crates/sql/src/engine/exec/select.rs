@@ -4478,13 +4478,15 @@ fn group_key_into(values: &[Val], collations: &[Option<Collation>], key: &mut Ve
                     key.extend_from_slice(b);
                 }
             },
-            Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) => {
-                // Every number by its value: a DOUBLE 18 (a UNION's column
-                // of GREATEST(int, double) rows) is the integer 18, -0 is
-                // 0, as MariaDB compares them.
+            // Every number by its value, as a normalised decimal (see
+            // `number_key_into`); integers straight to that form.
+            Val::Int(i) => integer_key_into(i128::from(*i), key),
+            Val::UInt(u) => integer_key_into(i128::from(*u), key),
+            Val::Dec(_) | Val::Double(_) => {
+                // A DOUBLE 18 (a UNION's column of GREATEST(int, double)
+                // rows) is the integer 18, -0 is 0, as MariaDB compares
+                // them.
                 let d = match v {
-                    Val::Int(i) => Dec::new(i128::from(*i), 0),
-                    Val::UInt(u) => Dec::new(i128::from(*u), 0),
                     Val::Dec(d) => *d,
                     Val::Double(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
                         Dec::new(*f as i64, 0)
@@ -4501,13 +4503,7 @@ fn group_key_into(values: &[Val], collations: &[Option<Collation>], key: &mut Ve
                     },
                     _ => Dec::new(0, 0),
                 };
-                key.push(2);
-                // Normalised: trailing fractional zeros dropped.
-                let mut d = d;
-                while d.scale > 0 && d.mantissa % 10 == 0 {
-                    d = Dec::new(d.mantissa / 10, d.scale - 1);
-                }
-                key.extend(d.to_text().as_bytes());
+                number_key_into(d, key);
             }
             other => {
                 key.push(3);
@@ -4516,6 +4512,35 @@ fn group_key_into(values: &[Val], collations: &[Option<Collation>], key: &mut Ve
         }
         key.push(0xff);
     }
+}
+
+/// A number's part of a group key: its decimal value normalised
+/// (trailing fractional zeros dropped, so 1.50 and 1.5 are one key) as its
+/// scale and mantissa in bytes: 16 when the mantissa fits an i128, else
+/// 32. Equal values give equal bytes, different ones different bytes (a
+/// key is hashed and compared, never ordered).
+fn number_key_into(d: Dec, key: &mut Vec<u8>) {
+    let mut d = d;
+    while d.scale > 0 && d.mantissa % 10 == 0 {
+        d = Dec::new(d.mantissa / 10, d.scale - 1);
+    }
+    match i128::try_from(d.mantissa) {
+        Ok(m) if d.scale == 0 => integer_key_into(m, key),
+        Ok(m) => {
+            key.extend([2, d.scale, 0]);
+            key.extend(m.to_le_bytes());
+        }
+        Err(_) => {
+            key.extend([2, d.scale, 1]);
+            key.extend(d.mantissa.to_le_bytes());
+        }
+    }
+}
+
+/// [`number_key_into`] of an integer (scale 0), without a decimal made.
+fn integer_key_into(m: i128, key: &mut Vec<u8>) {
+    key.extend([2, 0, 0]);
+    key.extend(m.to_le_bytes());
 }
 
 /// One aggregate's running state.
@@ -5315,6 +5340,7 @@ fn deviation(func: AggFn, st: &AggState) -> Val {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::expr::value::Mantissa;
 
     /// The word trick finds a byte under a space exactly where a byte loop
     /// does: every byte value, at every position of strings around a word.
@@ -5331,6 +5357,39 @@ mod tests {
             }
             assert!(!below_space(&s));
         }
+    }
+
+    /// Numbers are one group key by value, whatever their type or scale,
+    /// and different values never share one, past an i128 too.
+    #[test]
+    fn number_group_keys_by_value() {
+        let key = |v: Val| group_key(&[v], &[None]);
+        let dec = |m: i128, scale: u8| Val::Dec(Dec::new(m, scale));
+        assert_eq!(key(Val::Int(18)), key(Val::UInt(18)));
+        assert_eq!(key(Val::Int(18)), key(Val::Double(18.0)));
+        assert_eq!(key(Val::Int(18)), key(dec(1800, 2)));
+        assert_eq!(key(dec(150, 2)), key(dec(15, 1)));
+        assert_eq!(key(Val::Double(-0.0)), key(Val::Int(0)));
+        assert_eq!(key(dec(0, 5)), key(Val::Int(0)));
+        assert_ne!(key(dec(15, 1)), key(dec(15, 2)));
+        assert_ne!(key(Val::Int(-1)), key(Val::UInt(u64::MAX)));
+        assert_ne!(key(Val::Int(1)), key(Val::Str(b"1".to_vec())));
+        let big = Mantissa::from(i128::MAX) * Mantissa::from(10);
+        let huge = Val::Dec(Dec {
+            mantissa: big,
+            scale: 0,
+        });
+        let tenth = Val::Dec(Dec {
+            mantissa: big * Mantissa::from(10),
+            scale: 1,
+        });
+        assert_eq!(key(huge.clone()), key(tenth));
+        assert_ne!(key(huge), key(Val::Int(i64::MAX)));
+        // Two values of a row stay apart: (1, 23) is not (12, 3).
+        assert_ne!(
+            group_key(&[Val::Int(1), Val::Int(23)], &[None, None]),
+            group_key(&[Val::Int(12), Val::Int(3)], &[None, None])
+        );
     }
 
     fn state(values: &[&str]) -> AggState {
