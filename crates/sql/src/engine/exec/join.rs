@@ -148,8 +148,9 @@ pub(crate) const TOP_JOIN_ROWS_MIN: usize = 16;
 /// round, the rows read so far times N over the rows made passed the
 /// budget (a WHERE on the later tables that few rows pass), or the
 /// transaction has writes to flush that the merge's own transactions
-/// would not see; the caller then forgets what `each` had and runs the
-/// plan chosen without the order.
+/// would not see, or the table has more partitions than a merge reads
+/// (`MERGE_PARTITIONS_MAX`); the caller then forgets what `each` had and
+/// runs the plan chosen without the order.
 pub(crate) fn run_top(
     tx: &Transaction<'_>,
     spec: &JoinSpec,
@@ -169,8 +170,11 @@ pub(crate) fn run_top(
         .iter()
         .map(|(c, _)| (Expr::Col(*c), top.descending))
         .collect();
+    let partitions = t.table.native.def().partitions;
     let keys = crate::engine::plan::index_order(&t.table, &order, access);
-    let Some(keys) = keys.filter(|_| tx.pending_ops() == 0) else {
+    let mergeable =
+        tx.pending_ops() == 0 && partitions as usize <= super::merge::MERGE_PARTITIONS_MAX;
+    let Some(keys) = keys.filter(|_| mergeable) else {
         return Ok(false);
     };
     let mut runner = Runner::new(tx, spec, plan, None);
@@ -182,7 +186,6 @@ pub(crate) fn run_top(
         outcome: None,
     };
     let empty = vec![Val::Null; spec.columns.len()];
-    let partitions = t.table.native.def().partitions;
     let merged = ((0..partitions).collect(), keys);
     let read = super::merge::MergedRead {
         filter: first.filter.clone(),

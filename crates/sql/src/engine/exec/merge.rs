@@ -33,6 +33,13 @@ use super::select::order_cmp;
 use super::sql_row_owned;
 use crate::error::SqlResult;
 
+/// Most partitions one merged read scans at once: each is a scan (and a
+/// transaction) of its own at a TC, whose scan records are bounded
+/// (`MaxNoOfConcurrentScans`, 256 per TC instance by default), where an
+/// unmerged read is one scan. A read of more partitions reads them in one
+/// scan and sorts instead.
+pub(crate) const MERGE_PARTITIONS_MAX: usize = 64;
+
 /// A partition's next row, and the partition's place in the merge.
 type Head = (Vec<Val>, usize);
 

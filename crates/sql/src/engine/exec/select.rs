@@ -3450,7 +3450,8 @@ fn min_max_candidates(
         // transaction's must be seen (its reads run apart from it): the
         // merge's first is the answer.
         let keys = plan::index_order(table, &[(Expr::Col(*column), *max)], access);
-        if let (Some(keys), 0) = (keys, tx.pending_ops()) {
+        let few = partitions as usize <= super::merge::MERGE_PARTITIONS_MAX;
+        if let (Some(keys), 0, true) = (keys, tx.pending_ops(), few) {
             let merged = ((0..partitions).collect(), keys);
             let read = super::merge::MergedRead {
                 filter: filter.clone(),
@@ -3921,6 +3922,9 @@ fn merged_partitions(
             partitions
         }
     };
+    if partitions.len() > super::merge::MERGE_PARTITIONS_MAX {
+        return Ok(None);
+    }
     Ok(Some((partitions, keys)))
 }
 
