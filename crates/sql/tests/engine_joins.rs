@@ -539,6 +539,12 @@ fn top_n_in_index_order() {
     );
     let plan = q(&mut conn, "EXPLAIN SELECT MAX(k), MIN(id) FROM r");
     assert_eq!(plan[0][11], "Select tables optimized away", "{plan:?}");
+    // COUNT(*) of the whole table: the partitions' row counts, no row.
+    let (rows, _, bytes) = read(&mut conn, "SELECT COUNT(*), COUNT(*) * 2 FROM r");
+    assert_eq!(rows, [["2000", "4000"]]);
+    assert!(bytes * 100 < whole_bytes, "COUNT(*) received {bytes} bytes");
+    let plan = q(&mut conn, "EXPLAIN SELECT COUNT(*) FROM r");
+    assert_eq!(plan[0][11], "Select tables optimized away", "{plan:?}");
     // The WHERE fixes the index's leading column (gk is (g, k)).
     let (rows, _, bytes) = read(&mut conn, "SELECT MIN(k) FROM r WHERE g = 3");
     assert_eq!(rows, [["1"]]);

@@ -3333,8 +3333,55 @@ fn run_one(
     if let Some(found) = min_max_candidates(tx, p, ctx)? {
         return shape(p, found, ctx);
     }
+    if count_star_only(p) && tx.pending_ops() == 0 {
+        if let Some(table) = &p.table {
+            // The partitions' committed row counts: one statistics scan,
+            // no row read (NDB answers `SELECT COUNT(*) FROM t` so).
+            let stats = tx
+                .table_stats(&table.native)
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+            let rows = i64::try_from(stats.rows).unwrap_or(i64::MAX);
+            let counts = vec![Val::Int(rows); p.aggs.len()];
+            let group = (vec![Val::Null; p.source.len()], counts);
+            return shape_groups(p, vec![group], None, ctx);
+        }
+    }
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
+}
+
+/// Whether `p` is `SELECT COUNT(*) [, COUNT(*) …] FROM t` of one table
+/// without WHERE, grouping, lock or any column outside its aggregates
+/// (expressions of the counts, HAVING, ORDER BY and LIMIT allowed): the
+/// table's row count answers it, as the partitions keep it
+/// (`Transaction::table_stats`), with no row read.
+fn count_star_only(p: &Planned) -> bool {
+    let plain = p.table.is_some()
+        && p.join.is_none()
+        && p.rows.is_none()
+        && p.cond.is_none()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && p.group.is_empty()
+        && !p.rollup
+        && p.windows.is_empty()
+        && p.lock.is_none()
+        && !p.aggs.is_empty()
+        && p.aggs
+            .iter()
+            .all(|a| a.func == AggFn::CountStar && !a.distinct);
+    plain && !names_bare_column(p)
+}
+
+/// Whether a select item, ORDER BY or HAVING of `p` names a column outside
+/// an aggregate (what a value of a group's rows alone cannot answer).
+fn names_bare_column(p: &Planned) -> bool {
+    let mut bare = Vec::new();
+    let order = p.order.iter().map(|(e, _)| e);
+    for e in p.items.iter().chain(order).chain(&p.having) {
+        plan::join::columns(e, &mut bare);
+    }
+    !bare.is_empty()
 }
 
 /// Rows per partition and aggregate up to which a MIN/MAX reads the table
@@ -3373,12 +3420,7 @@ fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxR
             _ => return Ok(None),
         }
     }
-    let mut bare = Vec::new();
-    let order = p.order.iter().map(|(e, _)| e);
-    for e in p.items.iter().chain(order).chain(&p.having) {
-        plan::join::columns(e, &mut bare);
-    }
-    if !bare.is_empty() {
+    if names_bare_column(p) {
         return Ok(None);
     }
     let partitions = table.native.def().partitions;
@@ -4075,7 +4117,19 @@ fn shape(
     } else {
         aggregate(p, found, rolled.as_ref(), ctx)?
     };
-    let (items, having) = match &rolled {
+    shape_groups(p, groups, rolled.as_ref(), ctx)
+}
+
+/// [`shape`] past the grouping: HAVING, window functions, the select
+/// items, DISTINCT, ORDER BY and LIMIT over the groups (each a row and its
+/// aggregates' values; a row each when nothing groups).
+fn shape_groups(
+    p: &Planned,
+    groups: Vec<(Vec<Val>, Vec<Val>)>,
+    rolled: Option<&RollupExprs>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    let (items, having) = match rolled {
         Some(r) => (&r.items, &r.having),
         None => (&p.items, &p.having),
     };

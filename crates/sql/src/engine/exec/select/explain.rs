@@ -1038,9 +1038,10 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         }
         return Ok(vec![row]);
     };
-    // MIN and MAX read along indexes (`min_max_candidates`): MariaDB's
-    // words for its index ends read before the join.
-    if super::min_max_reads(p, ctx)?.is_some() {
+    // MIN and MAX read along indexes (`min_max_candidates`), and COUNT(*)
+    // of the partitions' row counts (`count_star_only`): MariaDB's words
+    // for what it answers before the join.
+    if super::count_star_only(p) || super::min_max_reads(p, ctx)?.is_some() {
         return Ok(vec![Row {
             extra: vec!["Select tables optimized away".into()],
             ..Row::default()
