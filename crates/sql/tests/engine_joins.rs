@@ -545,6 +545,16 @@ fn top_n_in_index_order() {
     assert!(bytes * 100 < whole_bytes, "COUNT(*) received {bytes} bytes");
     let plan = q(&mut conn, "EXPLAIN SELECT COUNT(*) FROM r");
     assert_eq!(plan[0][11], "Select tables optimized away", "{plan:?}");
+    // GROUP BY an index's column with a LIMIT reads its first groups only.
+    let (rows, _, bytes) = read(
+        &mut conn,
+        "SELECT k, COUNT(*), SUM(id) FROM r GROUP BY k LIMIT 3",
+    );
+    assert_eq!(rows, [["0", "2", "1"], ["1", "2", "5"], ["2", "2", "9"]]);
+    assert!(
+        bytes * 10 < whole_bytes,
+        "three groups received {bytes} bytes"
+    );
     // The WHERE fixes the index's leading column (gk is (g, k)).
     let (rows, _, bytes) = read(&mut conn, "SELECT MIN(k) FROM r WHERE g = 3");
     assert_eq!(rows, [["1"]]);

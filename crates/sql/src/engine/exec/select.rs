@@ -3346,8 +3346,154 @@ fn run_one(
             return shape_groups(p, vec![group], None, ctx);
         }
     }
+    if let Some(groups) = groups_in_order(tx, p, ctx)? {
+        return shape_groups(p, groups, None, ctx);
+    }
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
+}
+
+/// A group: its first row, and its aggregates' values.
+type Group = (Vec<Val>, Vec<Val>);
+
+/// Most groups [`groups_in_order`] makes (OFFSET plus LIMIT); past it the
+/// rows are grouped as any.
+const GROUPS_IN_ORDER_MAX: u64 = 10_000;
+
+/// Rows of the first batch [`groups_in_order`] reads per group it wants
+/// when the index statistics do not say how many a group holds.
+const GROUP_ROWS_GUESS: u64 = 16;
+
+/// `SELECT … FROM t [WHERE …] GROUP BY a, b [ORDER BY a, b] LIMIT n`
+/// whose GROUP BY columns lead an ordered index (past columns the WHERE
+/// fixes): the index's rows, merged over the partitions, come group by
+/// group, so each group is finished when the next begins and the read
+/// stops after the first n (plus OFFSET) groups, where grouping reads
+/// every row first (MariaDB reads such a GROUP BY along the index and
+/// stops at the LIMIT too). The groups with their aggregates' values, in
+/// GROUP BY's order; None (grouped as before) without a LIMIT, with
+/// HAVING, ROLLUP, a window, DISTINCT, a lock or an ORDER BY other than
+/// the GROUP BY's columns, or no such index.
+fn groups_in_order(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Vec<Group>>> {
+    let Some(table) = &p.table else {
+        return Ok(None);
+    };
+    let Some(limit) = p.limit else {
+        return Ok(None);
+    };
+    let stop_after = limit.saturating_add(p.offset);
+    let simple = p.join.is_none()
+        && p.rows.is_none()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && !p.group.is_empty()
+        && p.having.is_none()
+        && !p.rollup
+        && p.windows.is_empty()
+        && !p.distinct
+        && p.lock.is_none()
+        && stop_after <= GROUPS_IN_ORDER_MAX
+        && tx.pending_ops() == 0;
+    if !simple {
+        return Ok(None);
+    }
+    // GROUP BY's columns in one direction: ORDER BY's if it names them
+    // (all of them, in that order), else ascending, as MariaDB returns
+    // groups.
+    let descending = p.order.first().is_some_and(|(_, d)| *d);
+    let mut order = Vec::with_capacity(p.group.len());
+    for g in &p.group {
+        let Expr::Col(c) = g else {
+            return Ok(None);
+        };
+        order.push((Expr::Col(*c), descending));
+    }
+    let same = |(a, d): &(Expr, bool), (b, e): &(Expr, bool)| {
+        d == e && matches!((a, b), (Expr::Col(x), Expr::Col(y)) if x == y)
+    };
+    let ordered_as_grouped =
+        p.order.len() == order.len() && p.order.iter().zip(&order).all(|(a, b)| same(a, b));
+    if !p.order.is_empty() && !ordered_as_grouped {
+        return Ok(None);
+    }
+    let warned = ctx.warnings.len();
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
+    let usable = |native: &str| p.hints.usable(table, native);
+    let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
+    let access = match access {
+        Access::Scan => plan::ordered_index_for(table, &order)
+            .filter(|a| matches!(a, Access::Range { index, .. } if usable(index)))
+            .unwrap_or(Access::Scan),
+        other => other,
+    };
+    let merged = if plan::follows_index(table, &order, &access) {
+        merge_plan(table, &order, &access, cond.as_deref(), ctx)?
+    } else {
+        None
+    };
+    let (Some(merged), Access::Range { index, .. }) = (merged, &access) else {
+        // Planned again by `found_of`, its warnings with it.
+        ctx.warnings.truncate(warned);
+        return Ok(None);
+    };
+    // The first batches hold about the rows of the groups wanted, as the
+    // index statistics count a group's rows (`ANALYZE TABLE`).
+    let per_group = table
+        .stats
+        .rows_per_key(index, p.group.len())
+        .unwrap_or(GROUP_ROWS_GUESS)
+        .max(1);
+    let rows_hint = usize::try_from(stop_after.saturating_mul(per_group)).unwrap_or(usize::MAX);
+    let columns = projection(table, p);
+    let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
+    let stored = groups_through_table(p);
+    let collations = &p.group_collations;
+    let same_group = |a: &[Val], b: &[Val]| {
+        p.group.iter().enumerate().all(|(i, g)| {
+            let Expr::Col(c) = g else { return false };
+            let coll = collations.get(i).copied().unwrap_or(GENERAL_CI);
+            order_cmp(&a[*c], &b[*c], coll).is_eq()
+        })
+    };
+    let wanted = usize::try_from(stop_after).unwrap_or(usize::MAX);
+    let mut groups: Vec<Group> = Vec::new();
+    let mut current: Option<(Vec<Val>, Vec<AggState>)> = None;
+    let finish = |(row, states): (Vec<Val>, Vec<AggState>), ctx: &mut Ctx<'_>| {
+        let mut values = Vec::with_capacity(states.len());
+        for (spec, st) in p.aggs.iter().zip(states) {
+            values.push(st.finish(spec, ctx)?);
+        }
+        SqlResult::Ok((row, values))
+    };
+    let read = super::merge::MergedRead {
+        filter,
+        cond: cond.as_deref(),
+        columns: columns.as_deref(),
+        stop_after: Some(rows_hint),
+        ..super::merge::MergedRead::along(table, &access, descending, merged)
+    };
+    super::merge::merged_each(tx.session(), read, ctx, |row, ctx| {
+        if let Some((first, _)) = &current {
+            if !same_group(first, &row) {
+                let done = current.take().expect("a group");
+                groups.push(finish(done, ctx)?);
+                if groups.len() >= wanted {
+                    return Ok(false);
+                }
+            }
+        }
+        let (_, states) = current.get_or_insert_with(|| (row.clone(), fresh.clone()));
+        add_to_group(p, states, &row, stored, ctx)?;
+        Ok(true)
+    })?;
+    if let Some(done) = current.take() {
+        groups.push(finish(done, ctx)?);
+    }
+    Ok(Some(groups))
 }
 
 /// Whether `p` is `SELECT COUNT(*) [, COUNT(*) …] FROM t` of one table
@@ -3941,7 +4087,23 @@ fn merged_partitions(
     if def.partitions < 2 || p.lock.is_some() || !in_index_order(p, access) {
         return Ok(None);
     }
-    let Some(keys) = plan::index_order(table, &p.order, access) else {
+    merge_plan(table, &p.order, access, cond, ctx)
+}
+
+/// The partitions a merged read of `access` in `order` scans (those the
+/// condition's distribution-key values name, or all) and the columns the
+/// index orders by; None when it reads no ordered index in that order,
+/// the condition leaves no partition, or the partitions are more than a
+/// merge reads.
+fn merge_plan(
+    table: &TableInfo,
+    order: &[(Expr, bool)],
+    access: &Access,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<(Vec<u32>, Vec<usize>)>> {
+    let def = table.native.def();
+    let Some(keys) = plan::index_order(table, order, access) else {
         return Ok(None);
     };
     let partitions = match plan::partition_keys(table, cond, ctx)? {
