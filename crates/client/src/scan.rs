@@ -80,6 +80,12 @@ pub struct ScanOptions<'a> {
     /// transaction may send nothing else (an execute or another scan is
     /// a usage error); after it, anything (it starts afresh at the TC).
     pub ends_transaction: bool,
+    /// One of the scans of a read the caller counts once
+    /// ([`crate::Session::count_scan`]): a read merged over partitions, each
+    /// scanned alone, is one range scan in `Ndb_api_range_scan_count` and
+    /// pruned only if its condition left out partitions, not one pruned
+    /// scan per partition.
+    pub uncounted: bool,
     /// BLOB/TEXT columns come back as their heads (`Value::BlobHead`: the
     /// length and the inline bytes) and no parts are read, so a committed
     /// read stays lock-free. For a caller that reads the parts tables
@@ -311,18 +317,21 @@ impl<'s> Transaction<'s> {
             self.scan_start(options.ends_transaction && lock == LockMode::Committed)?;
         let session = self.session;
         let counts = &session.counts;
-        if !stats_scan {
+        let counted = !stats_scan && !options.uncounted;
+        if counted {
             stats::bump(if index_id == NO_INDEX {
                 &counts.table_scan
             } else {
                 &counts.range_scan
             });
         }
-        if !spec.partitions.is_empty() {
+        if counted && !spec.partitions.is_empty() {
             stats::bump(&counts.pruned_scan);
         }
         let local = partition != NO_PARTITION && {
-            stats::bump(&counts.pruned_scan);
+            if counted {
+                stats::bump(&counts.pruned_scan);
+            }
             let shared = session.shared();
             let tc = shared.links[link].node;
             shared.placement.home(partition).replicas().any(|n| n == tc)
@@ -431,6 +440,16 @@ impl<'t, 's> ScanIter<'t, 's> {
 }
 
 impl crate::Session {
+    /// Counts a read made of scans started with `ScanOptions::uncounted`
+    /// as one scan: a range scan (`Ndb_api_range_scan_count`), pruned when
+    /// its condition left out some of the table's partitions.
+    pub fn count_scan(&self, pruned: bool) {
+        stats::bump(&self.counts.range_scan);
+        if pruned {
+            stats::bump(&self.counts.pruned_scan);
+        }
+    }
+
     /// [`Transaction::table_stats`] in a transaction of its own.
     pub fn table_stats(&self, table: &Arc<Table>) -> Result<TableStats> {
         let tx = self.begin()?;

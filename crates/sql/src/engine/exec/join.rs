@@ -171,7 +171,7 @@ pub(crate) fn run_top(
         .map(|(c, _)| (Expr::Col(*c), top.descending))
         .collect();
     let partitions = t.table.native.def().partitions;
-    let keys = crate::engine::plan::index_order(&t.table, &order, access);
+    let keys = super::merge::merge_keys(&t.table, &order, access);
     let mergeable =
         tx.pending_ops() == 0 && partitions as usize <= super::merge::MERGE_PARTITIONS_MAX;
     let Some(keys) = keys.filter(|_| mergeable) else {

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use schema::Collation;
 use skarv_client::{Filter, ScanIter, ScanOptions, Session, Transaction};
 
-use super::super::catalog::TableInfo;
+use super::super::catalog::{SqlType, TableInfo};
 use super::super::expr::{Ctx, Expr, Val};
 use super::super::plan::Access;
 use super::super::txn;
@@ -92,6 +92,25 @@ impl<'a> MergedRead<'a> {
             stop_after: None,
         }
     }
+}
+
+/// The columns by which `access`'s ordered index orders a partition's
+/// rows when read in `order` (`plan::index_order`), if the merge can
+/// compare rows by them: not when one is an ENUM or SET, which the index
+/// orders by its number and the SQL node's comparison by its text.
+pub(crate) fn merge_keys(
+    table: &TableInfo,
+    order: &[(Expr, bool)],
+    access: &Access,
+) -> Option<Vec<usize>> {
+    let keys = super::super::plan::index_order(table, order, access)?;
+    let by_number = |c: &usize| {
+        matches!(
+            table.columns.get(*c).map(|col| &col.ty),
+            Some(SqlType::Enum(_) | SqlType::Set(_))
+        )
+    };
+    (!keys.iter().any(by_number)).then_some(keys)
 }
 
 /// Scan batch for each of `partitions` partitions when `stop_after` rows
@@ -189,8 +208,12 @@ pub(crate) fn merged_each<'c>(
         projection,
         batch_rows: batch,
         ends_transaction: true,
+        uncounted: true,
         ..ScanOptions::default()
     };
+    // One range scan, as NDB counts an ordered scan of every fragment;
+    // pruned when the condition named fewer partitions than the table's.
+    session.count_scan(partitions.len() < table.native.def().partitions as usize);
     let native = &table.native;
     let error = |e: skarv_client::Error| txn::native_error_in(&e, &table.name);
     let txs: Vec<Transaction<'_>> = partitions

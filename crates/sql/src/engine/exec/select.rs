@@ -3637,7 +3637,7 @@ fn min_max_candidates(
         // Every partition's first row at once, when nothing of this
         // transaction's must be seen (its reads run apart from it): the
         // merge's first is the answer.
-        let keys = plan::index_order(table, &[(Expr::Col(*column), *max)], access);
+        let keys = super::merge::merge_keys(table, &[(Expr::Col(*column), *max)], access);
         let few = partitions as usize <= super::merge::MERGE_PARTITIONS_MAX;
         if let (Some(keys), 0, true) = (keys, tx.pending_ops(), few) {
             let merged = ((0..partitions).collect(), keys);
@@ -4103,7 +4103,7 @@ fn merge_plan(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<(Vec<u32>, Vec<usize>)>> {
     let def = table.native.def();
-    let Some(keys) = plan::index_order(table, order, access) else {
+    let Some(keys) = super::merge::merge_keys(table, order, access) else {
         return Ok(None);
     };
     let partitions = match plan::partition_keys(table, cond, ctx)? {
