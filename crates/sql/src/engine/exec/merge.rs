@@ -94,6 +94,12 @@ impl<'a> MergedRead<'a> {
     }
 }
 
+/// A partition's share of the rows to take, with room for partitions that
+/// hold more than their share: a quarter more and `MERGE_BATCH_SLACK_ROWS`.
+fn with_slack(share: usize) -> usize {
+    share + share / 4 + MERGE_BATCH_SLACK_ROWS
+}
+
 /// The columns by which `access`'s ordered index orders a partition's
 /// rows when read in `order` (`plan::index_order`), if the merge can
 /// compare rows by them: not when one is an ENUM or SET, which the index
@@ -120,8 +126,7 @@ fn batch_rows(stop_after: Option<usize>, partitions: usize) -> u32 {
     match stop_after {
         None => skarv_client::SCAN_BATCH_ROWS_DEFAULT,
         Some(n) => {
-            let share = n.div_ceil(partitions.max(1));
-            let rows = (share + share / 4 + MERGE_BATCH_SLACK_ROWS).min(n.max(1));
+            let rows = with_slack(n.div_ceil(partitions.max(1))).min(n.max(1));
             u32::try_from(rows)
                 .unwrap_or(u32::MAX)
                 .clamp(1, proto::scan::SCAN_BATCH_ROWS_MAX)
@@ -160,10 +165,7 @@ pub(crate) fn merged_each<'c>(
         unreachable!("a merged read reads a range of an ordered index");
     };
     debug_assert!(points.is_empty(), "a merged read's range is one range");
-    let recheck = match (&filter, cond) {
-        (Some(_), Some(c)) if super::super::plan::pushed_exactly(table, c, ctx)? => None,
-        _ => cond,
-    };
+    let recheck = super::recheck_of(table, access, filter.as_ref(), cond, ctx)?;
     let collations: Vec<Option<Collation>> = keys
         .iter()
         .map(|c| table.columns[*c].ty.collation())
@@ -256,10 +258,7 @@ impl Shape {
         let half = self.batch / 2;
         match self.stop_after {
             None => half,
-            Some(n) => {
-                let share = n.saturating_sub(taken).div_ceil(live.max(1));
-                half.min(share + share / 4 + MERGE_BATCH_SLACK_ROWS)
-            }
+            Some(n) => half.min(with_slack(n.saturating_sub(taken).div_ceil(live.max(1)))),
         }
     }
 }

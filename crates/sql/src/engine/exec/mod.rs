@@ -741,14 +741,7 @@ pub(crate) fn fetch_each<'c>(
     // rows that pass it: testing each again is work for nothing (7 % of
     // the SQL node's instructions in oltp_read_only). Key reads carry no
     // filter.
-    let recheck = match (access, &filter, cond) {
-        (Access::Range { .. } | Access::Scan, Some(_), Some(c))
-            if super::plan::pushed_exactly(table, c, ctx)? =>
-        {
-            None
-        }
-        _ => cond,
-    };
+    let recheck = recheck_of(table, access, filter.as_ref(), cond, ctx)?;
     let mut keep = |row: Vec<Val>, key: Vec<Value>, ctx: &mut Ctx<'c>| -> SqlResult<bool> {
         ctx.check_killed()?;
         if let Some(c) = recheck {
@@ -910,6 +903,27 @@ pub(crate) fn fetch_each<'c>(
         }
     }
     Ok(())
+}
+
+/// What of `cond` the SQL node tests on each row a read of `access`
+/// returns: nothing when the read is a scan whose filter is all of it in
+/// comparisons that mean there what they mean here (`plan::pushed_exactly`),
+/// else the whole condition. Key reads carry no filter.
+pub(crate) fn recheck_of<'e>(
+    table: &TableInfo,
+    access: &Access,
+    filter: Option<&Filter>,
+    cond: Option<&'e Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<&'e Expr>> {
+    Ok(match (access, filter, cond) {
+        (Access::Range { .. } | Access::Scan, Some(_), Some(c))
+            if super::plan::pushed_exactly(table, c, ctx)? =>
+        {
+            None
+        }
+        _ => cond,
+    })
 }
 
 /// The scan batch of a locking read that needs `rows` rows at most

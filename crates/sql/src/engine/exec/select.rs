@@ -3405,13 +3405,17 @@ fn groups_in_order(
     // (all of them, in that order), else ascending, as MariaDB returns
     // groups.
     let descending = p.order.first().is_some_and(|(_, d)| *d);
-    let mut order = Vec::with_capacity(p.group.len());
+    let mut grouped = Vec::with_capacity(p.group.len());
     for g in &p.group {
         let Expr::Col(c) = g else {
             return Ok(None);
         };
-        order.push((Expr::Col(*c), descending));
+        grouped.push(*c);
     }
+    let order: Vec<(Expr, bool)> = grouped
+        .iter()
+        .map(|c| (Expr::Col(*c), descending))
+        .collect();
     let same = |(a, d): &(Expr, bool), (b, e): &(Expr, bool)| {
         d == e && matches!((a, b), (Expr::Col(x), Expr::Col(y)) if x == y)
     };
@@ -3424,12 +3428,7 @@ fn groups_in_order(
     let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
     let usable = |native: &str| p.hints.usable(table, native);
     let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
-    let access = match access {
-        Access::Scan => plan::ordered_index_for(table, &order)
-            .filter(|a| matches!(a, Access::Range { index, .. } if usable(index)))
-            .unwrap_or(Access::Scan),
-        other => other,
-    };
+    let access = along_order(table, &order, access, &usable);
     let merged = if plan::follows_index(table, &order, &access) {
         merge_plan(table, &order, &access, cond.as_deref(), ctx)?
     } else {
@@ -3453,8 +3452,7 @@ fn groups_in_order(
     let stored = groups_through_table(p);
     let collations = &p.group_collations;
     let same_group = |a: &[Val], b: &[Val]| {
-        p.group.iter().enumerate().all(|(i, g)| {
-            let Expr::Col(c) = g else { return false };
+        grouped.iter().enumerate().all(|(i, c)| {
             let coll = collations.get(i).copied().unwrap_or(GENERAL_CI);
             order_cmp(&a[*c], &b[*c], coll).is_eq()
         })
@@ -3589,15 +3587,7 @@ fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxR
         };
         let order = [(Expr::Col(column), max)];
         let (access, filter) = plan::access_with(table, Some(&both), ctx, &usable)?;
-        let access = match access {
-            Access::Scan => match plan::ordered_index_for(table, &order) {
-                Some(a @ Access::Range { .. }) if matches!(&a, Access::Range { index, .. } if usable(index)) => {
-                    a
-                }
-                _ => Access::Scan,
-            },
-            other => other,
-        };
+        let access = along_order(table, &order, access, &usable);
         if !plan::follows_index(table, &order, &access) {
             // Planned again by `found_of`, its warnings with it.
             ctx.warnings.truncate(warned);
@@ -3954,6 +3944,23 @@ fn found_of(
     Ok((found, sorted))
 }
 
+/// A whole-table scan read instead along an ordered index that gives
+/// `order` and the hints allow (rows then come in that order, and a
+/// LIMIT can stop the read); any other access as it is.
+fn along_order(
+    table: &TableInfo,
+    order: &[(Expr, bool)],
+    access: Access,
+    usable: &dyn Fn(&str) -> bool,
+) -> Access {
+    match access {
+        Access::Scan => plan::ordered_index_for(table, order)
+            .filter(|a| matches!(a, Access::Range { index, .. } if usable(index)))
+            .unwrap_or(Access::Scan),
+        other => other,
+    }
+}
+
 /// How a single-table SELECT reads its table: the WHERE clause's plan
 /// under the index hints, or (a whole-table scan ordered by an ordered
 /// index's leading columns) that index: rows come sorted and LIMIT stops
@@ -3967,11 +3974,10 @@ fn single_access(
     let usable = |native: &str| p.hints.usable(table, native);
     let (access, filter) = plan::access_with(table, cond, ctx, &usable)?;
     let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
-    let access = match access {
-        Access::Scan if plain && !p.order.is_empty() => plan::ordered_index_for(table, &p.order)
-            .filter(|a| matches!(a, Access::Range { index, .. } if usable(index)))
-            .unwrap_or(Access::Scan),
-        other => other,
+    let access = if plain {
+        along_order(table, &p.order, access, &usable)
+    } else {
+        access
     };
     if let Some(better) = cheaper_in_order(table, p, &access, cond, ctx)? {
         return Ok(better);
