@@ -15,7 +15,7 @@ use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
 use crate::engine::catalog::{meta::TableMeta, SqlColumn, SqlType, TableInfo};
-use crate::engine::expr::{DefaultOf, Kind, ScopeColumn, Val};
+use crate::engine::expr::{DefaultOf, Kind, Members, ScopeColumn, Val};
 use crate::engine::Conn;
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::ColumnMeta;
@@ -41,6 +41,10 @@ pub struct Materialised {
     /// table it comes from, none for an expression's (MariaDB's 1364);
     /// empty when unknown (a UNION's).
     pub defaults: Vec<Option<DefaultOf>>,
+    /// An ENUM's or SET's members for each column that is a plain such
+    /// column of a table (it stays one: sorts by its index, reads as a
+    /// number in a numeric context); empty when unknown (a UNION's).
+    pub members: Vec<Option<Members>>,
     /// The rows (empty when only planned, for PREPARE).
     pub rows: Vec<Vec<Val>>,
 }
@@ -342,7 +346,7 @@ pub(crate) fn shape_columns(
             kind: m.kinds.get(at).copied().unwrap_or(Kind::Null),
             nullable: m.nullable.get(at).copied().unwrap_or(true),
             meta,
-            members: None,
+            members: m.members.get(at).cloned().flatten(),
         });
     }
     Ok(columns)

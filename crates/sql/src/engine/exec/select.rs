@@ -174,19 +174,20 @@ pub(crate) fn materialise(
     }
     explain::capture(conn, pending, &plans)?;
     let (kinds, nullable) = (plans.kinds.clone(), plans.nullable.clone());
-    let defaults = match plans.planned.as_slice() {
-        [p] => p
-            .items
-            .iter()
-            .map(|e| {
-                let of_column = match e {
-                    Expr::Col(c) => p.source.get(*c).and_then(|s| s.default.clone()),
-                    _ => None,
-                };
+    let (defaults, members) = match plans.planned.as_slice() {
+        [p] => {
+            let column = |e: &Expr| match e {
+                Expr::Col(c) => p.source.get(*c),
+                _ => None,
+            };
+            let defaults = p.items.iter().map(|e| {
+                let of_column = column(e).and_then(|s| s.default.clone());
                 Some(of_column.unwrap_or(expr::DefaultOf::Missing))
-            })
-            .collect(),
-        _ => Vec::new(),
+            });
+            let members = p.items.iter().map(|e| column(e)?.members.clone());
+            (defaults.collect(), members.collect())
+        }
+        _ => (Vec::new(), Vec::new()),
     };
     let metas = plans.metas.clone();
     let mut rows = match params {
@@ -199,6 +200,7 @@ pub(crate) fn materialise(
         kinds,
         nullable,
         defaults,
+        members,
         rows,
     })
 }
@@ -1937,6 +1939,7 @@ fn order_exprs(
         let mut collations = Vec::new();
         for o in exprs {
             let e = resolve_alias(scope, &o.expr, &items, &aliases, true, Some("ORDER BY"))?;
+            let e = scope.order_key(e);
             collations.push(kind_collation(scope.kind(&e)));
             out.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
         }
@@ -4320,14 +4323,27 @@ fn shape_groups(
         }
         _ => groups,
     };
-    let windows = if p.windows.is_empty() {
-        Vec::new()
+    let (groups, windows) = if p.windows.is_empty() {
+        (groups, Vec::new())
     } else {
         let rows: Vec<(&[Val], &[Val])> = groups
             .iter()
             .map(|(r, a)| (r.as_slice(), a.as_slice()))
             .collect();
-        super::window::compute(&p.windows, &rows, ctx)?
+        let computed = super::window::compute(&p.windows, &rows, ctx)?;
+        match computed.sorted {
+            // Without an ORDER BY the rows come in the windows' order.
+            Some(sorted) if p.order.is_empty() => {
+                let mut groups: Vec<Option<_>> = groups.into_iter().map(Some).collect();
+                let mut values: Vec<Option<_>> = computed.values.into_iter().map(Some).collect();
+                sorted
+                    .iter()
+                    .map(|&at| (groups[at].take(), values[at].take()))
+                    .map(|(g, v)| (g.expect("each row once"), v.expect("each row once")))
+                    .unzip()
+            }
+            _ => (groups, computed.values),
+        }
     };
     // An ORDER BY column that is also a select item sorts by the item's
     // value rather than a second copy of it (a string copied and freed per
@@ -4973,6 +4989,7 @@ fn aggregate(
     // groups; WITH ROLLUP orders its rows itself.
     let sorted = !p.group.is_empty() && p.order.is_empty() && rolled.is_none() && !p.rollup;
     let mut group_values: Vec<Vec<Val>> = Vec::new();
+    let members = group_members(p);
     let mut index: KeyMap<Vec<u8>, usize> = KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     let mut rollup = rolled.map(|r| Rollup::new(p, r));
@@ -5011,7 +5028,7 @@ fn aggregate(
                 }
                 groups.push((row.clone(), fresh.clone()));
                 if sorted {
-                    group_values.push(key_values);
+                    group_values.push(sorted_by_members(key_values, &members));
                 }
                 index.insert(key, groups.len() - 1);
                 groups.len() - 1
@@ -5050,6 +5067,28 @@ fn aggregate(
         out.push((row, values));
     }
     Ok(out)
+}
+
+/// The members of each GROUP BY expression that is an ENUM or SET
+/// column: its groups sort by its number, as its ORDER BY does
+/// (`expr::Scope::order_key`).
+fn group_members(p: &Planned) -> Vec<Option<&expr::Members>> {
+    let members = |g: &Expr| match g {
+        Expr::Col(c) => p.source.get(*c)?.members.as_ref(),
+        _ => None,
+    };
+    p.group.iter().map(members).collect()
+}
+
+/// A group's values as it sorts: those of [`group_members`]' columns
+/// their numbers.
+fn sorted_by_members(mut values: Vec<Val>, members: &[Option<&expr::Members>]) -> Vec<Val> {
+    for (v, m) in values.iter_mut().zip(members) {
+        if let Some(m) = m {
+            *v = expr::member_number(v, &m.joined, m.set);
+        }
+    }
+    values
 }
 
 /// `GROUP BY … WITH ROLLUP` over expressions, as MariaDB rolls them up:
@@ -5203,11 +5242,18 @@ impl Rollup {
         let n = self.columns.len();
         // (prefix length, group).
         let mut rows: Vec<(usize, RollupGroup)> = Vec::new();
+        // The keys as they sort.
+        let members = group_members(p);
         for (row, states) in groups {
-            rows.push((n, (self.key(&row, n), row, states)));
+            let key = sorted_by_members(self.key(&row, n), &members);
+            rows.push((n, (key, row, states)));
         }
         for (len, (_, level)) in self.levels.into_iter().enumerate() {
-            rows.extend(level.into_iter().map(|g| (len, g)));
+            rows.extend(
+                level.into_iter().map(|(key, row, states)| {
+                    (len, (sorted_by_members(key, &members), row, states))
+                }),
+            );
         }
         rows.sort_by(|a, b| {
             for i in 0..n {

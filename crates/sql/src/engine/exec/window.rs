@@ -33,14 +33,36 @@ struct Input {
     agg_arg: Val,
 }
 
-/// Every window's value for every row: `out[row][window]`. `rows`: each
-/// row and its aggregates, as the select items see them.
+/// Every window's value for every row (`values[row][window]`), and the
+/// rows' places in the windows' order when they all sort the same way.
+pub struct Computed {
+    pub values: Vec<Vec<Val>>,
+    /// The rows (by place in `rows`) in the one order every window that
+    /// sorts puts them in (PARTITION BY, then ORDER BY): MariaDB returns
+    /// the rows of a query without ORDER BY in its windows' last sort
+    /// (`SELECT id, ROW_NUMBER() OVER (ORDER BY score DESC)` comes
+    /// ranked). None when no window sorts, or they sort differently
+    /// (MariaDB's choice of the last is its own).
+    pub sorted: Option<Vec<usize>>,
+}
+
+/// Every window's values. `rows`: each row and its aggregates, as the
+/// select items see them.
 pub fn compute(
     windows: &[WinSpec],
     rows: &[(&[Val], &[Val])],
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Vec<Vec<Val>>> {
+) -> SqlResult<Computed> {
     let mut out: Vec<Vec<Val>> = vec![Vec::with_capacity(windows.len()); rows.len()];
+    // Sorts compare by their Debug form (as ROLLUP's expressions do:
+    // `Expr` has no equality).
+    let sort_of = |w: &WinSpec| {
+        let sorts = !w.partition.is_empty() || !w.order.is_empty();
+        sorts.then(|| format!("{:?} {:?}", w.partition, w.order))
+    };
+    let mut sorts = windows.iter().filter_map(sort_of);
+    let one_sort = sorts.next().filter(|first| sorts.all(|s| s == *first));
+    let mut sorted = None;
     for w in windows {
         let mut inputs = Vec::with_capacity(rows.len());
         for (row, aggs) in rows {
@@ -51,12 +73,18 @@ pub fn compute(
             ctx.absorb(c);
             inputs.push(result?);
         }
-        let values = one_window(w, &inputs, ctx)?;
+        let (values, order) = one_window(w, &inputs, ctx)?;
         for (slot, v) in out.iter_mut().zip(values) {
             slot.push(v);
         }
+        if one_sort.is_some() && sort_of(w).is_some() {
+            sorted = Some(order);
+        }
     }
-    Ok(out)
+    Ok(Computed {
+        values: out,
+        sorted,
+    })
 }
 
 fn input(w: &WinSpec, row: &[Val], c: &mut Ctx<'_>) -> SqlResult<Input> {
@@ -81,7 +109,12 @@ fn input(w: &WinSpec, row: &[Val], c: &mut Ctx<'_>) -> SqlResult<Input> {
     })
 }
 
-fn one_window(w: &WinSpec, inputs: &[Input], ctx: &mut Ctx<'_>) -> SqlResult<Vec<Val>> {
+/// One window's value for each row, and the rows in its order.
+fn one_window(
+    w: &WinSpec,
+    inputs: &[Input],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<(Vec<Val>, Vec<usize>)> {
     let n = inputs.len();
     // Keys compare as GROUP BY and ORDER BY compare them: strings under
     // their collations.
@@ -233,7 +266,7 @@ fn one_window(w: &WinSpec, inputs: &[Input], ctx: &mut Ctx<'_>) -> SqlResult<Vec
         }
         start = end;
     }
-    Ok(values)
+    Ok((values, sorted))
 }
 
 /// PERCENTILE_CONT's or PERCENTILE_DISC's value over a partition, its

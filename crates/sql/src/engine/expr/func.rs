@@ -1563,24 +1563,7 @@ impl Func {
                 let width = usize::try_from(ctx.num_i64(&v[1])).unwrap_or(8).clamp(1, 8);
                 Val::Str(bits.to_be_bytes()[8 - width..].to_vec())
             }
-            F::MemberNumber => {
-                if v[0].is_null() {
-                    return Ok(Val::Null);
-                }
-                let value = v[0].to_text();
-                let names = v[1].to_text();
-                let mut names = names.split('\0');
-                if v[2].truth() == Some(true) {
-                    let parts: Vec<&str> = value.split(',').collect();
-                    let bits = names.enumerate().filter(|(_, n)| parts.contains(n)).fold(
-                        0u64,
-                        |bits, (i, _)| if i < 64 { bits | 1 << i } else { bits },
-                    );
-                    i64::try_from(bits).map_or(Val::UInt(bits), Val::Int)
-                } else {
-                    Val::Int(names.position(|n| n == value).map_or(0, |i| i as i64 + 1))
-                }
-            }
+            F::MemberNumber => member_number(&v[0], &v[1].to_text(), v[2].truth() == Some(true)),
             F::Field => {
                 // 0 for NULL; otherwise the first equal argument's place.
                 if v[0].is_null() {
@@ -4031,6 +4014,31 @@ fn inet_ntoa(n: u32) -> String {
 /// steps since 1582-10-15, a clock sequence and a node id; here the
 /// sequence and node are random per process (MySQL uses the MAC address
 /// when it has one), and the time never repeats within the process.
+/// The number of an ENUM's or SET's value `v`: its member's index (0
+/// for the empty string of a bad value) or its members' bits; `names`
+/// the members joined by NUL (`Members::joined`).
+pub(crate) fn member_number(v: &Val, names: &str, set: bool) -> Val {
+    if v.is_null() {
+        return Val::Null;
+    }
+    let value = v.to_text();
+    let mut names = names.split('\0');
+    if set {
+        let parts: Vec<&str> = value.split(',').collect();
+        let bits =
+            names
+                .enumerate()
+                .filter(|(_, n)| parts.contains(n))
+                .fold(
+                    0u64,
+                    |bits, (i, _)| if i < 64 { bits | 1 << i } else { bits },
+                );
+        i64::try_from(bits).map_or(Val::UInt(bits), Val::Int)
+    } else {
+        Val::Int(names.position(|n| n == value).map_or(0, |i| i as i64 + 1))
+    }
+}
+
 fn uuid_v1() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::OnceLock;

@@ -22,6 +22,7 @@ use sqlparser::ast::{self, Spanned};
 use sqlparser::tokenizer::Location;
 
 pub use eval::{Ctx, Env};
+pub(crate) use func::member_number;
 pub use func::Func;
 pub use func::{aggregate_bits_of, compared_time, stored_time};
 pub use value::{Dec, Val};
@@ -735,6 +736,21 @@ pub struct Members {
     pub set: bool,
     /// The members, joined by NUL (`Func::MemberNumber`'s argument).
     pub joined: Arc<str>,
+}
+
+impl Members {
+    /// The number of column `c` of these members: its member's index or
+    /// its bits.
+    pub(crate) fn number_of(&self, c: usize) -> Expr {
+        Expr::Func(
+            Func::MemberNumber,
+            vec![
+                Expr::Col(c),
+                Expr::Lit(Val::str(&*self.joined)),
+                Expr::Lit(Val::Int(i64::from(self.set))),
+            ],
+        )
+    }
 }
 
 /// A table column's default, as `DEFAULT(col)` reads it.
@@ -2780,6 +2796,17 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// An ORDER BY key (a query's, a window's, GROUP_CONCAT's): an ENUM
+    /// or SET column sorts by its member's index or its bits, as MariaDB
+    /// sorts it (`ORDER BY e` follows the ENUM's list, not its text); any
+    /// other expression as it is (`ORDER BY CONCAT(e)` sorts the text).
+    pub(crate) fn order_key(&self, e: Expr) -> Expr {
+        match e {
+            Expr::Col(_) => self.member_number(e),
+            other => other,
+        }
+    }
+
     /// An ENUM or SET column in a numeric context: its member's index or
     /// its bits, as MariaDB reads it there (`e + 1`, `s = 3`, `e IN (1,
     /// 2)`); any other expression as it is.
@@ -2805,14 +2832,7 @@ impl<'a> Scope<'a> {
             _ => return e,
         };
         match self.columns.get(c).and_then(|col| col.members.as_ref()) {
-            Some(m) => Expr::Func(
-                Func::MemberNumber,
-                vec![
-                    Expr::Col(c),
-                    Expr::Lit(Val::str(&*m.joined)),
-                    Expr::Lit(Val::Int(i64::from(m.set))),
-                ],
-            ),
+            Some(m) => m.number_of(c),
             None => e,
         }
     }
@@ -3543,6 +3563,7 @@ impl<'a> Scope<'a> {
                             },
                             None => self.lower(&o.expr)?,
                         };
+                        let e = self.order_key(e);
                         concat.order_collations.push(match self.kind(&e) {
                             Kind::Str { collation } => collation,
                             _ => Some(Collation::Utf8mb4GeneralCi),

@@ -460,7 +460,8 @@ impl Scope<'_> {
             let mut order = Vec::new();
             for o in &spec.order_by {
                 let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-                order.push((self.lower(&o.expr)?, desc));
+                let e = self.lower(&o.expr)?;
+                order.push((self.order_key(e), desc));
             }
             Ok::<_, SqlError>((partition, order))
         })();
