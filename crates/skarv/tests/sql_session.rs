@@ -585,8 +585,12 @@ fn a_large_result_is_sent_as_it_is_read() {
             (ROWS, ROWS, ROWS * PAD_BYTES),
             "pushdown {pushdown}"
         );
+        // Half the result's bytes: the outer table held (40,000 rows of
+        // two values, about 5 MiB as values) and the allocator's segments
+        // (10 MiB once, with the pushdown off) stay under it, where a
+        // join held whole is several times the result.
         assert!(
-            grown_kib < result_kib / 4,
+            grown_kib < result_kib / 2,
             "pushdown {pushdown}: the SQL node's peak grew by {grown_kib} KiB for a {result_kib} KiB join"
         );
         let top: Vec<(u64, u64)> = conn
