@@ -113,6 +113,7 @@ impl<'s> Transaction<'s> {
             key_info: false,
             stats: false,
             partitions: Vec::new(),
+            distinct_prefix: 0,
         };
         let mut nodes = Vec::with_capacity(children.len());
         for (k, c) in children.iter().enumerate() {

@@ -91,6 +91,12 @@ pub struct ScanOptions<'a> {
     /// read stays lock-free. For a caller that reads the parts tables
     /// itself (`Table::blob_parts_table`), as a backup does.
     pub blob_heads: bool,
+    /// A distinct scan (a loose index scan, `proto::scan`): of the rows
+    /// that hold the same values in the index's first `distinct_prefix`
+    /// columns (as the index orders them), each partition returns only
+    /// the first, and steps over the rest. 0: every row. Index scans
+    /// without locks only.
+    pub distinct_prefix: u8,
 }
 
 /// A table's size as its fragments know it ([`Transaction::table_stats`]).
@@ -299,6 +305,7 @@ impl<'s> Transaction<'s> {
             key_info: lock != LockMode::Committed,
             stats: stats_scan,
             partitions,
+            distinct_prefix: options.distinct_prefix,
         };
         spec.check(def)?;
         if lock != LockMode::Committed {

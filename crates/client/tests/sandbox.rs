@@ -656,6 +656,143 @@ fn partition_lists_and_statistics(session: &Session) {
     session.drop_table("parts").expect("drop parts");
 }
 
+/// Rows of `distinct_scans`' table: five runs of `g`, 480 rows each (60
+/// per partition), and three values of `h` within each.
+const RUNS_ROWS: i64 = 2_400;
+
+/// A distinct scan (a loose index scan) returns, per partition, the first
+/// row of each run of rows equal in the index's first columns that pass
+/// the filter and bounds, in index order, each prefix once; long runs are
+/// stepped over by seeks (`DISTINCT_SEEK_AFTER_ROWS` in the LDM) and
+/// batches of two rows resume mid-run. Locks and too long a prefix are
+/// refused.
+fn distinct_scans(session: &Session) {
+    let def = TableDef::new(
+        "runs",
+        0,
+        vec![
+            Column::new("id", ColumnType::BigInt { unsigned: false }),
+            Column::new("g", ColumnType::BigInt { unsigned: false }),
+            Column::new("h", ColumnType::BigInt { unsigned: false }),
+            Column::new("w", ColumnType::BigInt { unsigned: false }),
+        ],
+    )
+    .primary_key(vec![0])
+    .index(IndexDef {
+        name: "by_g_h".into(),
+        id: 1,
+        columns: vec![1, 2],
+        kind: IndexKind::Ordered,
+    })
+    .partitions(PARTS);
+    session.create_table(&def).expect("create runs");
+    let runs = session.table("runs").expect("table");
+    let row = |id: i64| (id, id / 480, id % 3, id % 11);
+    for first in (0..RUNS_ROWS).step_by(400) {
+        let tx = session.begin().expect("begin");
+        for id in first..first + 400 {
+            let (_, g, h, w) = row(id);
+            tx.insert(
+                &runs,
+                &[("id", int(id)), ("g", int(g)), ("h", int(h)), ("w", int(w))],
+            )
+            .expect("insert");
+        }
+        tx.execute(ExecMode::Commit).expect("commit");
+    }
+    let mut scratch = Vec::new();
+    let value = |v: Option<&Value>| match v {
+        Some(Value::Int(v)) => *v,
+        other => panic!("{other:?}"),
+    };
+    let tx = session.begin().expect("begin");
+    let scan = |partition: u32, prefix: u8, descending: bool, filtered: bool| {
+        let options = ScanOptions {
+            index: Some("by_g_h"),
+            distinct_prefix: prefix,
+            descending,
+            partition: Some(partition),
+            batch_rows: 2,
+            // Runs from g = 2 on, of rows whose w is not 0: a run's
+            // first row may fail it.
+            lower: filtered.then(|| (vec![int(2)], true)),
+            filter: filtered.then_some(Filter::Cmp {
+                column: 3,
+                op: CmpOp::Ne,
+                value: int(0),
+            }),
+            projection: Some(vec!["g", "h"]),
+            ..ScanOptions::default()
+        };
+        tx.scan(&runs, options)
+            .expect("scan")
+            .map(|r| {
+                let r = r.expect("row");
+                (value(r.get("g")), value(r.get("h")))
+            })
+            .collect::<Vec<(i64, i64)>>()
+    };
+    for partition in 0..PARTS {
+        let held: Vec<(i64, i64, i64, i64)> = (0..RUNS_ROWS)
+            .filter(|id| runs.partition_of_key(&[int(*id)], &mut scratch).expect("p") == partition)
+            .map(row)
+            .collect();
+        for (prefix, descending, filtered) in [
+            (1, false, false),
+            (2, false, false),
+            (1, true, false),
+            (2, true, true),
+            (1, false, true),
+        ] {
+            let mut expected: Vec<(i64, i64)> = held
+                .iter()
+                .filter(|(_, g, _, w)| !filtered || (*w != 0 && *g >= 2))
+                .map(|&(_, g, h, _)| if prefix == 1 { (g, 0) } else { (g, h) })
+                .collect();
+            expected.sort_unstable();
+            expected.dedup();
+            if descending {
+                expected.reverse();
+            }
+            let found: Vec<(i64, i64)> = scan(partition, prefix, descending, filtered)
+                .into_iter()
+                .map(|(g, h)| if prefix == 1 { (g, 0) } else { (g, h) })
+                .collect();
+            assert_eq!(
+                found, expected,
+                "partition {partition}, prefix {prefix}, descending {descending}, filtered {filtered}"
+            );
+        }
+    }
+    // Only an ordered index's first columns, read without locks.
+    for (prefix, lock, refusal) in [
+        (
+            3,
+            LockMode::Committed,
+            "first 3 columns of index `by_g_h` of 2",
+        ),
+        (
+            1,
+            LockMode::Shared,
+            "a distinct scan reads an ordered index without locks",
+        ),
+    ] {
+        let refused = tx.scan(
+            &runs,
+            ScanOptions {
+                index: Some("by_g_h"),
+                distinct_prefix: prefix,
+                lock: Some(lock),
+                ..ScanOptions::default()
+            },
+        );
+        let message = refused.err().expect("refused").to_string();
+        assert!(message.contains(refusal), "{message}");
+    }
+    tx.execute(ExecMode::Commit).expect("commit");
+    session.drop_table("runs").expect("drop runs");
+}
+
 #[test]
 fn the_client_against_a_sandbox() {
     let sandbox = Sandbox::start("client-sandbox", 1, 1, 23000);
@@ -682,6 +819,7 @@ fn the_client_against_a_sandbox() {
     scan_and_take_over(&cluster, &session);
     bad_input(&session);
     partition_lists_and_statistics(&session);
+    distinct_scans(&session);
     session.drop_table("accounts").expect("drop");
     assert_eq!(
         session.table("accounts").expect_err("dropped").code,

@@ -972,6 +972,7 @@ fn scans_filter_project_batch_and_lock() {
         key_info: true,
         stats: false,
         partitions: Vec::new(),
+        distinct_prefix: 0,
     };
     let expected: BTreeMap<i64, String> = model
         .iter()

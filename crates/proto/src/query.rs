@@ -188,11 +188,17 @@ impl QueryTree {
             problem: format!("no table with id {id} on this node"),
         };
         let root_table = table(self.root.table_id).ok_or_else(|| missing(self.root.table_id))?;
-        self.root.check(root_table)?;
         let bad = |t: &TableDef, problem: String| ProtoError::BadOperation {
             table: t.name.clone(),
             problem,
         };
+        if self.root.distinct_prefix != 0 {
+            return Err(bad(
+                root_table,
+                "a pushed join joins every root row: no distinct prefix".into(),
+            ));
+        }
+        self.root.check(root_table)?;
         if self.root.lock != LockMode::Committed || self.root.key_info {
             return Err(bad(
                 root_table,
@@ -352,6 +358,7 @@ mod tests {
                 key_info: false,
                 stats: false,
                 partitions: Vec::new(),
+                distinct_prefix: 0,
             },
             children: vec![QueryChild {
                 parent: 0,
@@ -423,6 +430,9 @@ mod tests {
         let mut t = tree(&tables);
         t.root.lock = LockMode::Shared;
         assert!(check(&t).contains("reads committed"), "{}", check(&t));
+        let mut t = tree(&tables);
+        t.root.distinct_prefix = 1;
+        assert!(check(&t).contains("no distinct prefix"), "{}", check(&t));
         let mut t = tree(&tables);
         t.root.batch_rows = QUERY_BATCH_ROWS_MAX + 1;
         assert!(check(&t).contains("at most"), "{}", check(&t));

@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! "SS"          magic, 2 bytes
-//! u8            format version (SCAN_SPEC_FORMAT_VERSION = 1)
+//! u8            format version (SCAN_SPEC_FORMAT_VERSION = 2)
 //! u32 table_id, u32 table_version, u32 index_id, u32 partition, u32 batch_rows
 //! u8            lock: bits 0-3 the mode (0 committed read, 1 shared, 2 exclusive),
 //!               bits 4-7 what a locking scan does about a row another transaction
@@ -24,6 +24,9 @@
 //! u8            flags: bit 0 descending, bit 1 key info, bit 2 lower bound present,
 //!               bit 3 upper bound present, bit 4 filter present, bit 5 statistics,
 //!               bit 6 partition list present, bit 7 more ranges present
+//! u8            distinct prefix: 0, or n (an ordered index scan without locks):
+//!               of the rows equal in the index's first n columns only the
+//!               first is returned
 //! lower bound   if present: u8 inclusive (0/1), u16 n, n values (crate::value)
 //! upper bound   if present: the same
 //! more ranges   if present: u16 n (1..=SCAN_RANGES_MAX - 1), then per range u8 flags
@@ -32,6 +35,16 @@
 //! filter        if present: its encoding (crate::filter)
 //! partitions    if present: u16 n, n × u32 (the partitions to scan, ascending)
 //! ```
+//!
+//! A *distinct* scan (`distinct_prefix` n > 0: MariaDB's loose index
+//! scan, "Using index for group-by") returns, of each run of rows that
+//! pass the filter and hold the same values in the index's first n
+//! columns, the first in the scan's order, and steps over the rest of the
+//! run by seeking past its prefix rather than reading it: a `SELECT
+//! DISTINCT a` or `COUNT(DISTINCT a)` over an index on `a` receives one
+//! row per value and partition, not one per row. Values compare as the
+//! index orders them: 'a' and 'A' are one value under a case-blind
+//! collation. The reader deduplicates across partitions.
 //!
 //! A *statistics* scan (NDB's table statistics: a scan reading the
 //! pseudo-columns `ROW_COUNT` and `FRAGMENT_MEMORY` of every fragment)
@@ -66,7 +79,7 @@ use crate::NO_PARTITION;
 
 /// The two bytes a scan spec starts with.
 pub const SCAN_SPEC_MAGIC: [u8; 2] = *b"SS";
-pub const SCAN_SPEC_FORMAT_VERSION: u8 = 1;
+pub const SCAN_SPEC_FORMAT_VERSION: u8 = 2;
 /// The two bytes a row batch starts with.
 pub const ROW_BATCH_MAGIC: [u8; 2] = *b"RW";
 pub const ROW_BATCH_FORMAT_VERSION: u8 = 2;
@@ -142,6 +155,10 @@ pub struct ScanSpec {
     /// The partitions to scan (pruned to several: `IN` on the
     /// distribution key), ascending; empty: `partition` says.
     pub partitions: Vec<u32>,
+    /// A distinct scan (see the module doc): of the rows equal in the
+    /// index's first `distinct_prefix` columns only the first; 0: every
+    /// row.
+    pub distinct_prefix: u8,
 }
 
 impl ScanSpec {
@@ -168,7 +185,11 @@ impl ScanSpec {
             | flag(self.stats, FLAG_STATS)
             | flag(!self.partitions.is_empty(), FLAG_PARTITIONS)
             | flag(!self.more_ranges.is_empty(), FLAG_MORE_RANGES);
-        out.extend_from_slice(&[self.lock as u8 | (self.lock_wait as u8) << 4, flags]);
+        out.extend_from_slice(&[
+            self.lock as u8 | (self.lock_wait as u8) << 4,
+            flags,
+            self.distinct_prefix,
+        ]);
         for bound in [&self.lower, &self.upper].into_iter().flatten() {
             put_bound(out, bound);
         }
@@ -226,9 +247,10 @@ impl ScanSpec {
         let lock_wait = LockWait::from_u8(byte >> 4)
             .filter(|&w| w == LockWait::Wait || lock != LockMode::Committed)
             .ok_or_else(|| r.bad_field(at, "lock wait", u64::from(byte)))?;
-        // Every bit of the flags byte has its meaning now: a further
-        // option needs a second flags byte (and a format version).
+        // Every bit of the flags byte has its meaning: the distinct
+        // prefix (format 2) came as a byte of its own after it.
         let flags = r.u8()?;
+        let distinct_prefix = r.u8()?;
         let lower = if flags & FLAG_LOWER != 0 {
             Some(get_bound(&mut r)?)
         } else {
@@ -304,6 +326,7 @@ impl ScanSpec {
             key_info: flags & FLAG_KEY_INFO != 0,
             stats: flags & FLAG_STATS != 0,
             partitions,
+            distinct_prefix,
         })
     }
 
@@ -353,6 +376,13 @@ impl ScanSpec {
                 self.more_ranges.len() + 1
             )));
         }
+        if self.distinct_prefix > 0
+            && (self.index_id == NO_INDEX || self.lock != LockMode::Committed)
+        {
+            return Err(bad(
+                "a distinct scan reads an ordered index without locks".into()
+            ));
+        }
         if self.index_id == NO_INDEX {
             if self.lower.is_some()
                 || self.upper.is_some()
@@ -365,6 +395,14 @@ impl ScanSpec {
             }
         } else {
             let index = find_index(table, self.index_id, IndexKind::Ordered)?;
+            if usize::from(self.distinct_prefix) > index.columns.len() {
+                return Err(bad(format!(
+                    "a distinct scan of the first {} columns of index `{}` of {} columns",
+                    self.distinct_prefix,
+                    index.name,
+                    index.columns.len()
+                )));
+            }
             let more = self.more_ranges.iter().flat_map(|r| [&r.lower, &r.upper]);
             for bound in [&self.lower, &self.upper].into_iter().chain(more).flatten() {
                 if bound.values.len() > index.columns.len() {

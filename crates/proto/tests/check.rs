@@ -493,6 +493,7 @@ fn scan() -> ScanSpec {
         key_info: true,
         stats: false,
         partitions: Vec::new(),
+        distinct_prefix: 0,
     }
 }
 

@@ -196,6 +196,7 @@ proptest! {
             key_info: true,
             stats: false,
             partitions: Vec::new(),
+            distinct_prefix: 1,
         };
         let bytes = spec.to_bytes();
         for len in 0..bytes.len() {
@@ -227,6 +228,7 @@ proptest! {
             key_info: false,
             stats: false,
             partitions: Vec::new(),
+            distinct_prefix: 0,
         };
         let buffers = [write_ops(&ops), results_bytes(&values), rows_bytes(&values), filter.to_bytes(), spec.to_bytes()];
         for (kind, original) in buffers.iter().enumerate() {

@@ -189,6 +189,7 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
             proptest::option::of(arb_filter()),
             any::<bool>(),
             proptest::sample::select(proto::LockWait::ALL.to_vec()),
+            any::<u8>(),
         ),
     )
         .prop_map(
@@ -198,7 +199,7 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                 (partition, batch_rows),
                 rest,
             )| {
-                let (more_ranges, projection, filter, key_info, lock_wait) = rest;
+                let (more_ranges, projection, filter, key_info, lock_wait, distinct_prefix) = rest;
                 // Only a locking scan says what it does about a held row.
                 let lock_wait = if lock == proto::LockMode::Committed {
                     proto::LockWait::Wait
@@ -222,6 +223,7 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                     key_info,
                     stats: false,
                     partitions: Vec::new(),
+                    distinct_prefix,
                 }
             },
         )

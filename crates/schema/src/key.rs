@@ -311,7 +311,22 @@ impl KeyEncoder {
     /// same table's). Copies the stored bytes of fixed-size columns; no
     /// value is decoded and nothing is allocated once `out` has room.
     pub fn encode_from_row(&self, layout: &RowLayout, fixed: &[u8], var: &[u8], out: &mut Vec<u8>) {
-        for column in &self.columns {
+        self.encode_prefix_from_row(layout, fixed, var, self.columns.len(), out);
+    }
+
+    /// [`KeyEncoder::encode_from_row`] of the first `n` key columns only
+    /// (at most all of them): rows equal in those columns, as the key
+    /// orders them (strings by their collation's weights), have equal
+    /// bytes.
+    pub fn encode_prefix_from_row(
+        &self,
+        layout: &RowLayout,
+        fixed: &[u8],
+        var: &[u8],
+        n: usize,
+        out: &mut Vec<u8>,
+    ) {
+        for column in &self.columns[..n.min(self.columns.len())] {
             debug_assert_eq!(layout.column_type(column.column), column.ty);
             if column.nullable {
                 if layout.is_null(fixed, column.column) {

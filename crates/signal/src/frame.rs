@@ -57,8 +57,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// stream's `sub_change::REPLACE` entry and `TableDef` format 4 (its
 /// replaced table: a copying ALTER followed). 20: the op flags `NO_WAIT`
 /// and `SKIP_LOCKED` and a scan spec's lock wait (`FOR UPDATE NOWAIT`,
-/// `SKIP LOCKED`), error `LOCK_BUSY`.
-pub const WIRE_VERSION: u8 = 20;
+/// `SKIP LOCKED`), error `LOCK_BUSY`. 21: a scan spec's distinct prefix
+/// (scan spec format 2, a loose index scan).
+pub const WIRE_VERSION: u8 = 21;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -43,6 +43,19 @@ use super::{LdmBlock, LDM_SCANS_MAX};
 pub const SCAN_ROWS_EXAMINED_MAX: usize = 16_384;
 /// Rows asked from the fragment per call.
 const FRAGMENT_SCAN_CHUNK_ROWS: usize = 256;
+/// Rows a distinct scan passes by in a row, for holding the prefix it
+/// returned last, before it seeks past that prefix: a few more compare
+/// cheaper than a seek (which drops the rest of the chunk read), a long
+/// run costs a seek rather than a read of every row.
+const DISTINCT_SEEK_AFTER_ROWS: usize = 4;
+/// Rows a distinct scan asks from the fragment after a seek: a chunk is
+/// copied out whole and a seek drops what is left of it, so a chunk of
+/// `FRAGMENT_SCAN_CHUNK_ROWS` per value of a few dozen rows was most of
+/// the work (`COUNT(DISTINCT customer_id)` of 50 orders a customer). Each
+/// chunk read to its end without a seek doubles the next, up to
+/// `FRAGMENT_SCAN_CHUNK_ROWS`: values of a row or two cost what a plain
+/// scan costs.
+const DISTINCT_CHUNK_ROWS_MIN: usize = 2 * DISTINCT_SEEK_AFTER_ROWS;
 const _: () = assert!(LDM_SCANS_MAX <= op_id::SCAN_SLOTS_MAX);
 
 /// A scan's identity: transaction, scan id and partition.
@@ -78,6 +91,15 @@ struct ScanRecord {
     waiting: bool,
     rows: Gathered,
     examined: usize,
+    /// A distinct scan: its index's key encoder (made at its first
+    /// batch), the index prefix of the last row returned as that index
+    /// orders it (None before the first), and how many rows in a row
+    /// were passed by for holding it since.
+    distinct_encoder: Option<schema::KeyEncoder>,
+    distinct_last: Option<Vec<u8>>,
+    distinct_run: usize,
+    /// The rows of its next chunk (`DISTINCT_CHUNK_ROWS_MIN`).
+    distinct_chunk: usize,
 }
 
 /// An open scan as ndbinfo shows it (`Scans::open_scans`).
@@ -101,6 +123,8 @@ pub(super) struct Scans {
     /// Reused: the locked image of a row and its key.
     row: RowBuf,
     keys: Vec<Value>,
+    /// Reused: a distinct scan's row's index prefix, encoded.
+    prefix: Vec<u8>,
 }
 
 impl Scans {
@@ -216,6 +240,10 @@ impl Scans {
         record.own_after = None;
         record.waiting = false;
         record.rows.clear();
+        record.distinct_encoder = None;
+        record.distinct_last = None;
+        record.distinct_run = 0;
+        record.distinct_chunk = DISTINCT_CHUNK_ROWS_MIN;
         self.by_key.insert(key, slot);
         slot
     }
@@ -592,7 +620,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             ..
         } = self;
         let Scans {
-            records, row, keys, ..
+            records,
+            row,
+            keys,
+            prefix,
+            ..
         } = scans;
         let record = &mut records[slot as usize];
         let spec = record.spec.as_ref().expect("an open scan has its spec");
@@ -617,6 +649,27 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }),
         };
         let batch_rows = spec.batch_rows as usize;
+        // A distinct scan's prefix: the index's first columns (checked
+        // against the table when the scan opened; no locks), compared as
+        // the index orders them ('a' and 'A' alike under a case-blind
+        // collation).
+        let distinct: &[usize] = match spec.distinct_prefix {
+            0 => &[],
+            n => match table.indexes.iter().find(|i| i.id == spec.index_id) {
+                Some(index) => {
+                    if record.distinct_encoder.is_none() {
+                        record.distinct_encoder =
+                            Some(schema::KeyEncoder::ordered_index(table, index));
+                    }
+                    &index.columns[..usize::from(n).min(index.columns.len())]
+                }
+                None => &[],
+            },
+        };
+        debug_assert!(
+            distinct.is_empty() || locking.is_none(),
+            "a distinct scan reads without locks"
+        );
         loop {
             while record.next_row < record.chunk_rows {
                 if record.rows.len() >= batch_rows || record.examined >= SCAN_ROWS_EXAMINED_MAX {
@@ -624,6 +677,32 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 }
                 let layout = fragment.layout();
                 let (fixed, var) = record.batch.image(record.next_row);
+                if let (false, Some(encoder)) = (distinct.is_empty(), &record.distinct_encoder) {
+                    prefix.clear();
+                    encoder.encode_prefix_from_row(layout, fixed, var, distinct.len(), prefix);
+                    if record.distinct_last.as_deref() == Some(prefix.as_slice()) {
+                        // Its prefix came: passed by, filter or not.
+                        record.next_row += 1;
+                        record.examined += 1;
+                        record.distinct_run += 1;
+                        if record.distinct_run >= DISTINCT_SEEK_AFTER_ROWS {
+                            // A long run: seek past its prefix, the rest
+                            // of this chunk dropped.
+                            let past: Vec<Value> = distinct
+                                .iter()
+                                .map(|&c| layout.decode_column(fixed, var, c).to_value())
+                                .collect();
+                            let range = record.range.as_mut().expect("an open scan has its range");
+                            seek_past(range, past);
+                            record.cursor.reset();
+                            record.fragment_done = false;
+                            record.chunk_rows = record.next_row;
+                            record.distinct_run = 0;
+                            record.distinct_chunk = DISTINCT_CHUNK_ROWS_MIN;
+                        }
+                        continue;
+                    }
+                }
                 let passes = |fixed: &[u8], var: &[u8]| {
                     spec.filter.as_ref().is_none_or(|f| {
                         f.eval(table, |c| layout.decode_column(fixed, var, usize::from(c)))
@@ -714,6 +793,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     }
                 }
                 record.rows.end_row(0);
+                if !distinct.is_empty() {
+                    // The prefix of the row returned (the filter passed
+                    // it): its run is passed by from here.
+                    let last = record.distinct_last.get_or_insert_with(Vec::new);
+                    last.clear();
+                    last.extend_from_slice(prefix);
+                    record.distinct_run = 0;
+                }
                 record.next_row += 1;
                 record.examined += 1;
             }
@@ -735,6 +822,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 return BatchEnd::Full;
             }
             let range = record.range.as_ref().expect("an open scan has its range");
+            let chunk_rows = match distinct.is_empty() {
+                true => FRAGMENT_SCAN_CHUNK_ROWS,
+                false => {
+                    let rows = record.distinct_chunk;
+                    record.distinct_chunk = (rows * 2).min(FRAGMENT_SCAN_CHUNK_ROWS);
+                    rows
+                }
+            };
             // After the committed rows, a locking scan visits what its
             // transaction inserted (or moved into the range), which the
             // committed rows lack: a transaction sees what it wrote (a
@@ -746,7 +841,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                         TxId(tx_id),
                         range,
                         &mut record.own_after,
-                        FRAGMENT_SCAN_CHUNK_ROWS,
+                        chunk_rows,
                         &mut record.batch,
                     )
                     .map(|progress| record.own_done = progress == ScanProgress::Done)
@@ -756,7 +851,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                         pool,
                         range,
                         &mut record.cursor,
-                        FRAGMENT_SCAN_CHUNK_ROWS,
+                        chunk_rows,
                         &mut record.batch,
                     )
                     .map(|progress| record.fragment_done = progress == ScanProgress::Done)
@@ -774,6 +869,26 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 }
             }
         }
+    }
+}
+
+/// Narrows an ordered range to the keys past prefix `past` in its
+/// direction: a distinct scan's seek over the rest of a prefix's run.
+fn seek_past(range: &mut ScanSpec, past: Vec<Value>) {
+    let ScanRange::Ordered {
+        lower,
+        upper,
+        direction,
+        ..
+    } = &mut range.range
+    else {
+        unreachable!("a distinct scan reads an ordered index")
+    };
+    // Keys whose first columns are past `past`: beyond the original bound
+    // too, since the scan reached `past` from it.
+    match direction {
+        Direction::Ascending => *lower = StdBound::Excluded(past),
+        Direction::Descending => *upper = StdBound::Excluded(past),
     }
 }
 

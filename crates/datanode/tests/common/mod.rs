@@ -265,5 +265,6 @@ pub fn full_scan_spec(table: &TableDef) -> proto::ScanSpec {
         key_info: false,
         stats: false,
         partitions: Vec::new(),
+        distinct_prefix: 0,
     }
 }
