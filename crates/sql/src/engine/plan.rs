@@ -1820,6 +1820,48 @@ pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Ac
         })
 }
 
+/// An ordered index whose first columns are `wanted` (SQL positions,
+/// sorted, no repeats) in any order, that `usable` allows: its read
+/// from end to end, and how many columns that is (a distinct scan's
+/// prefix, `select::distinct_candidates`). The fewest columns first: a
+/// shorter index steps over as much with less to compare.
+pub fn distinct_index_for(
+    table: &TableInfo,
+    wanted: &[usize],
+    usable: &dyn Fn(&str) -> bool,
+) -> Option<(Access, u8)> {
+    let prefix = u8::try_from(wanted.len()).ok().filter(|n| *n > 0)?;
+    let sql_of = |native: usize| table.sql_column(native);
+    let mut fits: Vec<(usize, Access)> = table
+        .native
+        .def()
+        .indexes
+        .iter()
+        .filter(|i| i.kind == IndexKind::Ordered && usable(&i.name))
+        .filter_map(|index| {
+            let columns: Vec<usize> = index
+                .columns
+                .iter()
+                .map(|n| sql_of(*n))
+                .collect::<Option<_>>()?;
+            let mut leading = columns.get(..wanted.len())?.to_vec();
+            leading.sort_unstable();
+            (leading == wanted).then(|| {
+                let access = Access::Range {
+                    index: index.name.clone(),
+                    lower: None,
+                    upper: None,
+                    columns,
+                    points: Vec::new(),
+                };
+                (index.columns.len(), access)
+            })
+        })
+        .collect();
+    fits.sort_by_key(|(width, _)| *width);
+    fits.into_iter().next().map(|(_, a)| (a, prefix))
+}
+
 /// Whether `e` compares a key's column with NULL (`=`, `<`, …, IN of
 /// NULLs only, BETWEEN with a NULL bound): true of no row, which MariaDB's
 /// range optimizer finds before any row ("Impossible WHERE"), so no

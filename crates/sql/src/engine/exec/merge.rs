@@ -68,6 +68,9 @@ pub(crate) struct MergedRead<'a> {
     pub columns: Option<&'a [&'a str]>,
     /// Rows the caller takes at most (OFFSET and LIMIT), if it knows.
     pub stop_after: Option<usize>,
+    /// Each partition's distinct scan of the index's first columns
+    /// (`ScanOptions::distinct_prefix`); 0: every row.
+    pub distinct_prefix: u8,
 }
 
 impl<'a> MergedRead<'a> {
@@ -90,6 +93,7 @@ impl<'a> MergedRead<'a> {
             keys,
             columns: None,
             stop_after: None,
+            distinct_prefix: 0,
         }
     }
 }
@@ -153,6 +157,7 @@ pub(crate) fn merged_each<'c>(
         keys,
         columns,
         stop_after,
+        distinct_prefix,
     } = read;
     let Access::Range {
         index,
@@ -211,6 +216,7 @@ pub(crate) fn merged_each<'c>(
         batch_rows: batch,
         ends_transaction: true,
         uncounted: true,
+        distinct_prefix,
         ..ScanOptions::default()
     };
     // One range scan, as NDB counts an ordered scan of every fragment;

@@ -696,6 +696,7 @@ pub(crate) fn fetch_keyed(
         keyed: true,
         partition: order.map(|(partition, _)| partition),
         batch_rows: stop_after.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        ..ScanShape::default()
     };
     let read = Read {
         lock: None,
@@ -715,6 +716,10 @@ pub(crate) struct ScanShape {
     pub keyed: bool,
     /// Only this partition (by number): its rows in index order.
     pub partition: Option<u32>,
+    /// A distinct scan of the index's first columns
+    /// (`ScanOptions::distinct_prefix`): each partition's first row of
+    /// each of their values only. 0: every row.
+    pub distinct_prefix: u8,
 }
 
 /// [`fetch`]'s rows handed to `each` as they come, none kept here (a
@@ -837,6 +842,7 @@ pub(crate) fn fetch_each<'c>(
                 ends_transaction: commit.is_some(),
                 batch_rows: shape.batch_rows,
                 partition: shape.partition,
+                distinct_prefix: shape.distinct_prefix,
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.

@@ -3310,10 +3310,14 @@ fn join_plans(
 /// conditions, grouping, HAVING, order, aggregates' and window
 /// functions' arguments.
 fn named_exprs(p: &Planned) -> impl Iterator<Item = &Expr> {
+    named_outside_where(p).chain(&p.cond).chain(&p.late)
+}
+
+/// [`named_exprs`] but the conditions: what a SELECT makes of the rows
+/// that pass them.
+fn named_outside_where(p: &Planned) -> impl Iterator<Item = &Expr> {
     p.items
         .iter()
-        .chain(&p.cond)
-        .chain(&p.late)
         .chain(&p.group)
         .chain(&p.having)
         .chain(p.order.iter().map(|(e, _)| e))
@@ -3351,6 +3355,9 @@ fn run_one(
     }
     if let Some(groups) = groups_in_order(tx, p, ctx)? {
         return shape_groups(p, groups, None, ctx);
+    }
+    if let Some(found) = distinct_candidates(tx, p, ctx)? {
+        return shape(p, found, ctx);
     }
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
@@ -3428,10 +3435,21 @@ fn groups_in_order(
         return Ok(None);
     }
     let warned = ctx.warnings.len();
+    // Groups that need each value once (`distinct_read`) come one row a
+    // value from each partition, when that index gives GROUP BY's order.
+    let distinct = distinct_read(tx.pending_ops(), p, ctx)?;
+    ctx.warnings.truncate(warned);
     let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
     let usable = |native: &str| p.hints.usable(table, native);
-    let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
-    let access = along_order(table, &order, access, &usable);
+    let (access, filter, distinct_prefix) = match distinct {
+        Some((access, filter, _, prefix)) if plan::follows_index(table, &order, &access) => {
+            (access, filter, prefix)
+        }
+        _ => {
+            let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
+            (along_order(table, &order, access, &usable), filter, 0)
+        }
+    };
     let merged = if plan::follows_index(table, &order, &access) {
         merge_plan(table, &order, &access, cond.as_deref(), ctx)?
     } else {
@@ -3444,11 +3462,14 @@ fn groups_in_order(
     };
     // The first batches hold about the rows of the groups wanted, as the
     // index statistics count a group's rows (`ANALYZE TABLE`).
-    let per_group = table
-        .stats
-        .rows_per_key(index, p.group.len())
-        .unwrap_or(GROUP_ROWS_GUESS)
-        .max(1);
+    let per_group = match distinct_prefix {
+        0 => table
+            .stats
+            .rows_per_key(index, p.group.len())
+            .unwrap_or(GROUP_ROWS_GUESS)
+            .max(1),
+        _ => GROUP_ROWS_GUESS,
+    };
     let rows_hint = usize::try_from(stop_after.saturating_mul(per_group)).unwrap_or(usize::MAX);
     let columns = projection(table, p);
     let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
@@ -3475,6 +3496,7 @@ fn groups_in_order(
         cond: cond.as_deref(),
         columns: columns.as_deref(),
         stop_after: Some(rows_hint),
+        distinct_prefix,
         ..super::merge::MergedRead::along(table, &access, descending, merged)
     };
     super::merge::merged_each(tx.session(), read, ctx, |row, ctx| {
@@ -3671,6 +3693,190 @@ fn min_max_candidates(
             )?;
         }
     }
+    Ok(Some(found))
+}
+
+/// Rows a value of the distinct columns holds on average (the index
+/// statistics, `ANALYZE TABLE`) below which [`distinct_candidates`]
+/// reads every row as before: a value of a row or so gains nothing from
+/// being stepped over.
+const DISTINCT_SCAN_ROWS_PER_KEY_MIN: u64 = 2;
+
+/// The read of [`distinct_candidates`]: its access along the index, the
+/// pushed filter, the WHERE and the distinct prefix.
+type DistinctRead = (Access, Option<skarv_client::Filter>, Option<Expr>, u8);
+
+/// The read of [`distinct_candidates`] (what `EXPLAIN` shows as "Using
+/// index for group-by"), or None when the query is not one.
+fn distinct_read(
+    tx_pending: usize,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<DistinctRead>> {
+    let Some(table) = &p.table else {
+        return Ok(None);
+    };
+    let simple = p.join.is_none()
+        && p.rows.is_none()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && p.windows.is_empty()
+        && p.lock.is_none()
+        && tx_pending == 0
+        && !assigns_user_vars(p);
+    // Every aggregate ignores repeated values.
+    let ignore_repeats = p.aggs.iter().all(|a| {
+        a.distinct
+            || matches!(
+                a.func,
+                AggFn::Min | AggFn::Max | AggFn::BitAnd | AggFn::BitOr
+            )
+    });
+    let collapses = p.distinct || !p.group.is_empty() || !p.aggs.is_empty();
+    if !simple || !ignore_repeats || !collapses {
+        return Ok(None);
+    }
+    let mut named = Vec::new();
+    for e in named_outside_where(p) {
+        plan::join::columns(e, &mut named);
+    }
+    named.sort_unstable();
+    named.dedup();
+    // Columns that hold a key (the primary key, a UNIQUE one): every row
+    // is a value of its own, nothing to step over.
+    let holds_key = table.keys.iter().any(|k| {
+        k.unique
+            && k.columns
+                .iter()
+                .all(|n| table.sql_column(*n).is_some_and(|c| named.contains(&c)))
+    });
+    if holds_key {
+        return Ok(None);
+    }
+    let usable = |native: &str| p.hints.usable(table, native);
+    let Some((along, prefix)) = plan::distinct_index_for(table, &named, &usable) else {
+        return Ok(None);
+    };
+    let Access::Range {
+        index: along_index, ..
+    } = &along
+    else {
+        return Ok(None);
+    };
+    let few_per_value = table
+        .stats
+        .rows_per_key(along_index, usize::from(prefix))
+        .is_some_and(|rows| rows < DISTINCT_SCAN_ROWS_PER_KEY_MIN);
+    if few_per_value {
+        return Ok(None);
+    }
+    let warned = ctx.warnings.len();
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
+    let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
+    let access = match access {
+        Access::Scan => along,
+        Access::Range { ref index, .. } if index == along_index => access,
+        // Read by key, by another index, or nothing: as planned.
+        _ => {
+            ctx.warnings.truncate(warned);
+            return Ok(None);
+        }
+    };
+    // The rows stepped over are not looked at here: the data nodes must
+    // test the whole condition.
+    let cond = cond.map(std::borrow::Cow::into_owned);
+    if super::recheck_of(table, &access, filter.as_ref(), cond.as_ref(), ctx)?.is_some() {
+        ctx.warnings.truncate(warned);
+        return Ok(None);
+    }
+    Ok(Some((access, filter, cond, prefix)))
+}
+
+/// `SELECT DISTINCT a …`, `… GROUP BY a`, `COUNT(DISTINCT a)` and the
+/// like of one table, whose answer needs each value of some columns once
+/// only, where those columns lead an ordered index: each partition's
+/// distinct scan along it (a loose index scan, MariaDB's "Using index
+/// for group-by") returns the first row of each value and steps over the
+/// rest in the data node, where every row was read and deduplicated
+/// here. Those candidates, grouped and aggregated as any rows are, give
+/// the answer: every aggregate ignores repeated values (MIN, MAX,
+/// BIT_AND, BIT_OR, a DISTINCT one) and nothing outside the WHERE names
+/// another column. None (read as before) when the WHERE is not tested
+/// whole by the data nodes (the rows stepped over are not looked at
+/// here), it reads by key or another index, the statistics say a value
+/// holds under two rows, or for a lock, a join, a window or a
+/// transaction's pending writes.
+fn distinct_candidates(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Found>> {
+    let (Some(table), Some((access, filter, cond, prefix))) =
+        (&p.table, distinct_read(tx.pending_ops(), p, ctx)?)
+    else {
+        return Ok(None);
+    };
+    let columns = projection(table, p);
+    let mut found = Vec::new();
+    // The partitions merged in the index's order where values a
+    // collation deems equal ('x' and 'X') are among the columns: then
+    // the first row of each value is the index's first, the one
+    // MariaDB's index read shows. Other values have one form (and one
+    // scan of all partitions costs less than a merge).
+    let Access::Range {
+        columns: along,
+        points,
+        ..
+    } = &access
+    else {
+        unreachable!("a distinct read reads an ordered index")
+    };
+    let order: Vec<(Expr, bool)> = along[..usize::from(prefix)]
+        .iter()
+        .map(|c| (Expr::Col(*c), false))
+        .collect();
+    let forms = order.iter().any(|(e, _)| {
+        let Expr::Col(c) = e else { return false };
+        table.columns[*c].ty.collation().is_some()
+    });
+    let merged = match forms && points.is_empty() && plan::follows_index(table, &order, &access) {
+        true => merge_plan(table, &order, &access, cond.as_ref(), ctx)?,
+        false => None,
+    };
+    if let Some(merged) = merged {
+        let read = super::merge::MergedRead {
+            filter,
+            cond: cond.as_ref(),
+            columns: columns.as_deref(),
+            distinct_prefix: prefix,
+            ..super::merge::MergedRead::along(table, &access, false, merged)
+        };
+        super::merge::merged_each(tx.session(), read, ctx, |row, _| {
+            found.push((row, Vec::new()));
+            Ok(true)
+        })?;
+        return Ok(Some(found));
+    }
+    fetch_each(
+        tx,
+        table,
+        &access,
+        filter,
+        None,
+        false,
+        cond.as_ref(),
+        ctx,
+        None,
+        columns.as_deref(),
+        super::ScanShape {
+            distinct_prefix: prefix,
+            ..super::ScanShape::default()
+        },
+        |row, key, _| {
+            found.push((row, key));
+            Ok(true)
+        },
+    )?;
     Ok(Some(found))
 }
 

@@ -1047,7 +1047,19 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             ..Row::default()
         }]);
     }
-    let (access, filter) = single_access(table, p, p.cond.as_ref(), ctx)?;
+    // One row of each value along an index (`distinct_candidates`):
+    // MariaDB's loose index scan.
+    let warned = ctx.warnings.len();
+    let distinct = super::distinct_read(0, p, ctx)?;
+    ctx.warnings.truncate(warned);
+    let (access, filter) = match distinct {
+        Some((access, filter, ..)) => {
+            sort_extra.retain(|e| e != "Using temporary");
+            sort_extra.insert(0, "Using index for group-by".into());
+            (access, filter)
+        }
+        None => single_access(table, p, p.cond.as_ref(), ctx)?,
+    };
     let (_, sorted) = order_by_index(table, p, &access, p.cond.as_ref(), ctx)?;
     let mut row = access_row(table, &access, p.cond.is_some() || p.late.is_some());
     row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
