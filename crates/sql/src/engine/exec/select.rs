@@ -5133,6 +5133,32 @@ fn concat_add(
     Ok(())
 }
 
+/// Adds a row to `COUNT(DISTINCT a, b…)`: counted when none of its values
+/// is NULL and they were not seen together before.
+fn count_distinct_add(
+    gc: &expr::GroupConcat,
+    st: &mut AggState,
+    row: &[Val],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<()> {
+    let mut values = Vec::with_capacity(gc.args.len());
+    for a in &gc.args {
+        let v = a.eval(row, ctx)?;
+        if v.is_null() {
+            return Ok(());
+        }
+        values.push(v);
+    }
+    let seen = st.seen.get_or_insert_with(KeyMap::default);
+    if seen
+        .insert(group_key(&values, &gc.collations), ())
+        .is_none()
+    {
+        st.count += 1;
+    }
+    Ok(())
+}
+
 /// A GROUP_CONCAT's result: its values in order, joined, cut at
 /// `group_concat_max_len` bytes (on a character boundary) with MySQL's
 /// warning 1260; NULL when no row gave a value.
@@ -5694,7 +5720,11 @@ fn add_to_group(
 ) -> SqlResult<()> {
     for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
         if let Some(gc) = &spec.concat {
-            concat_add(gc, st, row, ctx)?;
+            if spec.func == AggFn::Count {
+                count_distinct_add(gc, st, row, ctx)?;
+            } else {
+                concat_add(gc, st, row, ctx)?;
+            }
             continue;
         }
         let mut v = match &spec.arg {
