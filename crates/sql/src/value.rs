@@ -178,7 +178,7 @@ pub mod charset {
 /// MySQL's column definition packet carries it. The names are shared
 /// (`Arc<str>`): a table's metadata is copied into every query's plan, and
 /// a copy then costs no allocation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ColumnMeta {
     /// Database of the column's table ("" for an expression).
     pub schema: Arc<str>,

@@ -72,16 +72,25 @@ pub(crate) fn with_outer<R>(
     row: OuterRow,
     f: impl FnOnce(&mut Conn<'_>) -> SqlResult<R>,
 ) -> SqlResult<R> {
+    with_outer_row(conn, row, f).0
+}
+
+/// [`with_outer`], giving the row back (what planning recorded in it).
+fn with_outer_row<R>(
+    conn: &mut Conn<'_>,
+    row: OuterRow,
+    f: impl FnOnce(&mut Conn<'_>) -> SqlResult<R>,
+) -> (SqlResult<R>, OuterRow) {
     let results = std::mem::take(&mut conn.subqueries.results);
     let correlated = std::mem::take(&mut conn.subqueries.correlated);
     let per_row = std::mem::take(&mut conn.subqueries.per_row);
     conn.subqueries.outer.push(row);
     let out = f(conn);
-    conn.subqueries.outer.pop();
+    let row = conn.subqueries.outer.pop().unwrap_or_default();
     conn.subqueries.per_row = per_row;
     conn.subqueries.correlated = correlated;
     conn.subqueries.results = results;
-    out
+    (out, row)
 }
 
 /// Plans (runs nothing) the subqueries of `node` at depth `base` that
@@ -102,7 +111,7 @@ pub(crate) fn plan(
         .subqueries
         .results
         .values()
-        .any(|o| matches!(o, Err(e) if e.code == crate::error::codes::BAD_FIELD));
+        .any(|o| matches!(o, Err(e) if super::subquery::may_be_correlated(e)));
     if !any_failed {
         return Ok(());
     }
@@ -110,7 +119,7 @@ pub(crate) fn plan(
         let text = q.to_string();
         let failed = matches!(
             conn.subqueries.results.get(&text),
-            Some(Err(e)) if e.code == crate::error::codes::BAD_FIELD
+            Some(Err(e)) if super::subquery::may_be_correlated(e)
         );
         if !failed || conn.subqueries.correlated.contains_key(&text) {
             continue;
@@ -119,18 +128,22 @@ pub(crate) fn plan(
         if outer.is_empty() {
             continue;
         }
-        let m = plan_with(conn, &q, &outer, placeholders)?;
+        let m = plan_with(conn, &q, &outer, placeholders, true)?;
         conn.subqueries.correlated.insert(text, Arc::new(m));
     }
     Ok(())
 }
 
-/// Plans `q` with the `outer` columns bound to sample values.
+/// Plans `q` with the `outer` columns bound to sample values. With
+/// `outer_aggs`, the aggregates of the outer query's columns it writes
+/// are the outer query's ([`Materialised::outer_aggs`]); without, they
+/// stay `q`'s (a `LATERAL` table's).
 pub(crate) fn plan_with(
     conn: &mut Conn<'_>,
     q: &ast::Query,
     outer: &[(ScopeColumn, usize)],
     placeholders: &[Location],
+    outer_aggs: bool,
 ) -> SqlResult<Materialised> {
     let row = OuterRow {
         columns: outer.iter().map(|(c, _)| c.clone()).collect(),
@@ -138,10 +151,15 @@ pub(crate) fn plan_with(
             .iter()
             .map(|(c, _)| crate::engine::expr::sample_value(c.kind))
             .collect(),
+        aggs: Vec::new(),
+        wanted: outer_aggs.then(RefCell::default),
     };
-    with_outer(conn, row, |conn| {
+    let (m, row) = with_outer_row(conn, row, |conn| {
         super::select::materialise(conn, q, placeholders, None)
-    })
+    });
+    let mut m = m?;
+    m.outer_aggs = row.wanted.map(RefCell::into_inner).unwrap_or_default();
+    Ok(m)
 }
 
 /// Runs correlated subqueries for the executor's rows.
@@ -168,18 +186,28 @@ impl<'c, 's> Runner<'c, 's> {
 
     /// `q`'s rows with the `outer` columns bound to `row`'s values,
     /// from the statement's cache when these values ran before.
+    /// `aggs`: the outer query's aggregates `q` writes, by text, with
+    /// their values for the row's group.
     pub fn query_rows(
         &self,
         q: &ast::Query,
         text: &str,
         outer: &[(ScopeColumn, usize)],
         row: &[Val],
+        aggs: Vec<(String, Val)>,
     ) -> SqlResult<Arc<Materialised>> {
-        let values: Vec<Val> = outer
+        let mut values: Vec<Val> = outer
             .iter()
             .map(|(_, at)| row.get(*at).cloned().unwrap_or(Val::Null))
             .collect();
-        let key = key_of(text, &values);
+        let key = if aggs.is_empty() {
+            key_of(text, &values)
+        } else {
+            values.extend(aggs.iter().map(|(_, v)| v.clone()));
+            let key = key_of(text, &values);
+            values.truncate(outer.len());
+            key
+        };
         let mut conn = self.conn.borrow_mut();
         if let Some(stats) = conn.subqueries.analyze.as_mut() {
             stats.entry(text.to_owned()).or_default().evaluations += 1;
@@ -194,6 +222,8 @@ impl<'c, 's> Runner<'c, 's> {
         let bound = OuterRow {
             columns: outer.iter().map(|(c, _)| c.clone()).collect(),
             values,
+            aggs,
+            wanted: None,
         };
         let started = std::time::Instant::now();
         let mark = conn.session.diagnostics_mark();
@@ -238,8 +268,14 @@ impl<'c, 's> Runner<'c, 's> {
 }
 
 impl PerRow for Runner<'_, '_> {
-    fn rows(&self, sub: &SubQuery, row: &[Val]) -> SqlResult<Arc<Materialised>> {
-        self.query_rows(&sub.query, &sub.text, &sub.outer, row)
+    fn rows(&self, sub: &SubQuery, row: &[Val], aggs: &[Val]) -> SqlResult<Arc<Materialised>> {
+        let aggs = sub
+            .aggs
+            .iter()
+            .zip(aggs)
+            .map(|((text, _), v)| (text.clone(), v.clone()))
+            .collect();
+        self.query_rows(&sub.query, &sub.text, &sub.outer, row, aggs)
     }
 
     fn take_warnings(&self) -> Vec<(u16, String)> {

@@ -47,6 +47,10 @@ pub struct Materialised {
     pub members: Vec<Option<Members>>,
     /// The rows (empty when only planned, for PREPARE).
     pub rows: Vec<Vec<Val>>,
+    /// A correlated subquery's aggregates of its outer query's columns
+    /// (`SUM(t.a)`), by text: the outer query computes them
+    /// ([`crate::engine::expr::OuterRow::aggs`]).
+    pub outer_aggs: Vec<(String, sqlparser::ast::Expr)>,
 }
 
 /// A derived table ready to be read: its alias, its columns as a scope

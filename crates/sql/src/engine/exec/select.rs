@@ -202,6 +202,7 @@ pub(crate) fn materialise(
         defaults,
         members,
         rows,
+        outer_aggs: Vec::new(),
     })
 }
 
@@ -1555,7 +1556,7 @@ fn plan_lateral(
         ));
     };
     let outer = expr::outer_columns(query, columns, hidden);
-    let m = super::correlated::plan_with(conn, query, &outer, placeholders)?;
+    let m = super::correlated::plan_with(conn, query, &outer, placeholders, false)?;
     let name = alias.name.value.clone();
     let names = super::derived::column_names(alias, &m)?;
     let cols = super::derived::shape_columns(&name, &names, &m)?;
@@ -1590,7 +1591,7 @@ fn expand_laterals(
             let query_rows;
             let rows: &[Vec<Val>] = match &lat.rows {
                 LateralRows::Query { query, text, outer } => {
-                    query_rows = runner.query_rows(query, text, outer, &row)?;
+                    query_rows = runner.query_rows(query, text, outer, &row, Vec::new())?;
                     ctx.warnings
                         .extend(crate::engine::expr::PerRow::take_warnings(runner));
                     &query_rows.rows

@@ -140,13 +140,21 @@ pub(crate) fn prepare(
                 check_kept(&m.rows, "subquery")?;
                 Ok(Arc::new(m))
             }
-            // Perhaps a column of the outer query: lowering decides.
-            Err(e) if e.code == codes::BAD_FIELD => Err(e),
+            // Perhaps a column of the outer query, or an aggregate of the
+            // outer query's columns in its WHERE: lowering decides.
+            Err(e) if may_be_correlated(&e) => Err(e),
             Err(e) => return Err(e),
         };
         conn.subqueries.results.insert(key, outcome);
     }
     Ok(())
+}
+
+/// Whether a subquery's error when planned alone may be its naming the
+/// outer query: a column it does not find (1054), or an aggregate where
+/// its own would be refused (1111: `WHERE x > SUM(t.a)` of an outer `t`).
+pub(crate) fn may_be_correlated(e: &crate::error::SqlError) -> bool {
+    e.code == codes::BAD_FIELD || e.code == codes::INVALID_GROUP_FUNC_USE
 }
 
 /// Whether a subquery of `node` reads `target` (by name, in this

@@ -487,6 +487,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             CastTo::DateTime(fsp) => Kind::DateTime { fsp: *fsp },
             CastTo::Time(fsp) => Kind::Time { fsp: *fsp },
             CastTo::Double | CastTo::FixedDouble(_) | CastTo::Decimals(_) => Kind::Double,
+            CastTo::NullOf(k, _) => *k,
         },
         Expr::Func(f, args) => f.kind(args, scope),
         Expr::Sub(s) => match s.test {
@@ -1020,7 +1021,11 @@ impl Expr {
                 let Some(runner) = ctx.correlated else {
                     return Err(SqlError::unsupported("correlated subqueries here"));
                 };
-                let m = runner.rows(sub, row)?;
+                let mut aggs = Vec::with_capacity(sub.aggs.len());
+                for (_, a) in &sub.aggs {
+                    aggs.push(a.eval(row, ctx)?);
+                }
+                let m = runner.rows(sub, row, &aggs)?;
                 ctx.warnings.extend(runner.take_warnings());
                 sub_value(sub, &m.rows, row, ctx)?
             }
@@ -2007,7 +2012,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             let f = ctx.num_f64(&v);
             fixed_double(f, fixed, ctx)
         }
-        CastTo::Decimals(_) => v,
+        CastTo::Decimals(_) | CastTo::NullOf(..) => v,
         &CastTo::ClippedDecimal(p, s) => {
             // Its numbers fit a decimal of 65 digits at s: no warning.
             let wide = CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, s);

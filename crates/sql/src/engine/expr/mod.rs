@@ -14,6 +14,7 @@ mod locale;
 pub mod value;
 pub mod window;
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -581,6 +582,9 @@ pub struct SubQuery {
     pub decimals: u8,
     /// What it is tested for.
     pub test: SubTest,
+    /// The outer query's aggregates it writes ([`OuterRow::aggs`]): their
+    /// text and this query's expression for each (an `Expr::Agg`).
+    pub aggs: Vec<(String, Expr)>,
 }
 
 /// What an expression makes of a correlated subquery's rows.
@@ -600,19 +604,28 @@ pub enum SubTest {
 /// An outer query's row that a correlated subquery (or a `LATERAL`
 /// derived table) runs against: names the subquery does not find resolve
 /// here, innermost binding first, as constants.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct OuterRow {
     /// The columns bound.
     pub columns: Vec<ScopeColumn>,
     /// Their values.
     pub values: Vec<Val>,
+    /// The values of the outer query's aggregates that the subquery
+    /// writes (`SUM(t.a)` of the outer `t` only: the outer query
+    /// aggregates it, as in MySQL), by their text, for this row's group.
+    pub aggs: Vec<(String, Val)>,
+    /// While the subquery is planned for its outer query: such
+    /// aggregates found, by text, for the outer query to compute (None
+    /// where nobody computes them: a `LATERAL` table's, kept inside).
+    pub wanted: Option<RefCell<Vec<(String, ast::Expr)>>>,
 }
 
 /// Runs a correlated subquery for a row (the executor's, with engine
 /// access the evaluator lacks).
 pub trait PerRow {
     /// The subquery's rows with `row`'s values bound.
-    fn rows(&self, sub: &SubQuery, row: &[Val]) -> SqlResult<Arc<Materialised>>;
+    /// `aggs`: the values of `sub.aggs` for the row's group.
+    fn rows(&self, sub: &SubQuery, row: &[Val], aggs: &[Val]) -> SqlResult<Arc<Materialised>>;
 
     /// The warnings (code, message; a note's code with `NOTE_BIT`) the
     /// runs since the last call left, for the evaluating context.
@@ -653,6 +666,11 @@ pub enum CastTo {
     /// keeps its column's decimals (MariaDB's `Item_singlerow_subselect`):
     /// made by the lowering, never written.
     Decimals(u8),
+    /// NULL of the kind and column given: a scalar subquery of no row (or
+    /// planned, not run) keeps its column's kind and type, as MariaDB's
+    /// subquery item does (a CREATE … SELECT's columns, an outer query's
+    /// planned kinds come from it): made by the lowering, never written.
+    NullOf(Kind, Box<ColumnMeta>),
     /// A DOUBLE of fixed decimals as text (`CHAR`), with those decimals as
     /// MariaDB's string of such a double has them (`CONCAT(d)` of a
     /// DOUBLE(10,2) holding 2.5 is '2.50'): made by the lowering, never
@@ -824,6 +842,10 @@ pub struct Scope<'a> {
     /// Rows of the queries this one runs inside (a correlated subquery's
     /// outer rows), innermost last.
     pub outer: &'a [OuterRow],
+    /// The levels of `outer` whose columns names lowered since the last
+    /// reset found (a bit per level): which query an aggregate of outer
+    /// columns belongs to ([`Scope::outer_aggregate`]).
+    outer_levels: Cell<u64>,
     depth: usize,
     /// The `x IN (SELECT …)` conjuncts of the condition being lowered
     /// that MariaDB runs as semi-joins (their addresses): see
@@ -859,6 +881,7 @@ impl<'a> Scope<'a> {
             subqueries: None,
             correlated: None,
             outer: &[],
+            outer_levels: Cell::new(0),
             depth: 0,
             semi_join_ins: Vec::new(),
         }
@@ -1669,7 +1692,13 @@ impl<'a> Scope<'a> {
                     return Err(operand_columns(1));
                 }
                 match m.rows.as_slice() {
-                    [] => Expr::Lit(Val::Null),
+                    [] => match (m.kinds.first(), m.metas.first()) {
+                        (Some(&k), Some(meta)) if k != Kind::Null => Expr::Cast(
+                            Box::new(Expr::Lit(Val::Null)),
+                            CastTo::NullOf(k, Box::new(subquery_meta(meta))),
+                        ),
+                        _ => Expr::Lit(Val::Null),
+                    },
                     // A DOUBLE keeps its column's fixed decimals (2.50 of a
                     // DOUBLE(M,2)), as MariaDB's subquery item does.
                     [row] => match (row.first(), m.metas[0].decimals) {
@@ -1806,7 +1835,7 @@ impl<'a> Scope<'a> {
             Err(e) if e.code == codes::BAD_FIELD => e,
             Err(e) => return Err(e),
         };
-        for level in self.outer.iter().rev() {
+        for (at, level) in self.outer.iter().enumerate().rev() {
             let mut found = level.columns.iter().zip(&level.values).filter(|(c, _)| {
                 table.is_none_or(|t| c.table.eq_ignore_ascii_case(t))
                     && c.name.eq_ignore_ascii_case(name)
@@ -1820,6 +1849,8 @@ impl<'a> Scope<'a> {
                     format!("Column '{name}' in {} is ambiguous", self.clause),
                 ));
             }
+            let bit = u32::try_from(at).map_or(0, |at| 1u64.checked_shl(at).unwrap_or(0));
+            self.outer_levels.set(self.outer_levels.get() | bit);
             return Ok(outer_value(c, v));
         }
         Err(e)
@@ -2173,7 +2204,7 @@ impl<'a> Scope<'a> {
     fn per_row(&self, q: &ast::Query) -> Option<Arc<Materialised>> {
         let text = q.to_string();
         match self.subqueries?.get(&text)? {
-            Err(e) if e.code == codes::BAD_FIELD => {}
+            Err(e) if crate::engine::exec::subquery::may_be_correlated(e) => {}
             _ => return None,
         }
         self.correlated?.get(&text).cloned()
@@ -2215,6 +2246,11 @@ impl<'a> Scope<'a> {
             }
             _ => {}
         }
+        // Aggregates of this query's columns it writes: this query's.
+        let mut aggs = Vec::with_capacity(m.outer_aggs.len());
+        for (text, call) in &m.outer_aggs {
+            aggs.push((text.clone(), self.lower(call)?));
+        }
         Ok(Expr::Sub(Box::new(SubQuery {
             query: Arc::new(q.clone()),
             text: q.to_string().into(),
@@ -2222,6 +2258,7 @@ impl<'a> Scope<'a> {
             kinds: m.kinds.clone(),
             decimals: m.metas.first().map_or(NOT_FIXED_DECIMALS, |c| c.decimals),
             test,
+            aggs,
         })))
     }
 
@@ -2499,6 +2536,9 @@ impl<'a> Scope<'a> {
                 // MySQL's and MariaDB's grammar has no DISTINCT here.
                 return Err(SqlError::syntax(format_args!("DISTINCT in {name}()")));
             }
+            if let Some(outer) = self.outer_aggregate(f, func, &args, distinct)? {
+                return Ok(outer);
+            }
             return self.aggregate(func, &args, distinct, &name);
         }
         if name == "GROUP_CONCAT" || name == "JSON_ARRAYAGG" || name == "JSON_OBJECTAGG" {
@@ -2520,6 +2560,17 @@ impl<'a> Scope<'a> {
                         ),
                     ));
                 }
+            }
+            // Its values and its ORDER BY name the outer query only: that
+            // query's aggregate.
+            let mut named = args.clone();
+            for clause in clauses {
+                if let ast::FunctionArgumentClause::OrderBy(order) = clause {
+                    named.extend(order.iter().map(|o| &o.expr));
+                }
+            }
+            if let Some(outer) = self.outer_aggregate(f, AggFn::GroupConcat, &named, distinct)? {
+                return Ok(outer);
             }
             return self.group_concat(&args, distinct, clauses, json.map(|(j, _)| j));
         }
@@ -3373,6 +3424,71 @@ impl<'a> Scope<'a> {
         })
     }
 
+    /// An aggregate in a subquery whose arguments name columns of one
+    /// outer query only (`SUM(t.a)` with `t` outside): MySQL aggregates it
+    /// in that query, over its group, and the subquery reads the value as
+    /// a constant. Bound when the subquery runs for a row; while it is
+    /// planned, recorded for the outer query (a sample value stands in).
+    /// None: an aggregate of this query (or one kept inside, where nobody
+    /// outside computes it).
+    fn outer_aggregate(
+        &mut self,
+        call: &ast::Function,
+        func: AggFn,
+        args: &[&ast::Expr],
+        distinct: bool,
+    ) -> SqlResult<Option<Expr>> {
+        if self.outer.is_empty() || args.is_empty() {
+            return Ok(None);
+        }
+        let before = self.outer_levels.replace(0);
+        let saved = self.aggs.take();
+        let lowered: SqlResult<Vec<Expr>> = args.iter().map(|a| self.lower(a)).collect();
+        self.aggs = saved;
+        let levels = self.outer_levels.replace(before);
+        self.outer_levels.set(before | levels);
+        let lowered = lowered?;
+        let mut inner = false;
+        for e in &lowered {
+            e.each(&mut |x| inner |= matches!(x, Expr::Col(_) | Expr::Sub(_)));
+        }
+        if inner || levels == 0 {
+            return Ok(None);
+        }
+        // Columns of several outer queries: the innermost of them
+        // aggregates it (the others' are constants there).
+        let level = (u64::BITS - 1 - levels.leading_zeros()) as usize;
+        let Some(row) = self.outer.get(level) else {
+            return Ok(None);
+        };
+        let text = call.to_string();
+        if let Some((_, v)) = row.aggs.iter().find(|(t, _)| *t == text) {
+            return Ok(Some(Expr::Lit(v.clone())));
+        }
+        let Some(wanted) = &row.wanted else {
+            return Ok(None);
+        };
+        let mut wanted = wanted.borrow_mut();
+        if !wanted.iter().any(|(t, _)| *t == text) {
+            wanted.push((text, ast::Expr::Function(call.clone())));
+        }
+        let arg_kind = match (func, lowered.as_slice()) {
+            (AggFn::GroupConcat, _) => Kind::Str {
+                collation: Some(Collation::Utf8mb4GeneralCi),
+            },
+            (_, [a]) => self.kind(a),
+            _ => Kind::Int { unsigned: false },
+        };
+        let spec = AggSpec {
+            func,
+            arg: None,
+            distinct,
+            arg_kind,
+            concat: None,
+        };
+        Ok(Some(Expr::Lit(sample_value(eval::agg_kind(&spec)))))
+    }
+
     fn aggregate(
         &mut self,
         func: AggFn,
@@ -4184,6 +4300,11 @@ impl<'a> Scope<'a> {
     /// The result metadata MySQL gives a select item: a column keeps its
     /// own; an expression gets its kind's.
     pub fn meta(&self, e: &Expr, name: &str) -> ColumnMeta {
+        if let Expr::Cast(_, CastTo::NullOf(_, meta)) = e {
+            let mut meta = (**meta).clone();
+            meta.name = name.into();
+            return meta;
+        }
         if let Expr::Col(c) = e {
             if let Some(col) = self.columns.get(*c) {
                 let mut meta = col.meta.clone();
@@ -5642,6 +5763,22 @@ pub fn outer_columns(
     out
 }
 
+/// A scalar subquery's column as an expression's: its type, NULL-able, of
+/// no table.
+fn subquery_meta(column: &ColumnMeta) -> ColumnMeta {
+    let mut meta = column.clone();
+    meta.schema = "".into();
+    meta.table = "".into();
+    meta.org_table = "".into();
+    meta.org_name = "".into();
+    meta.flags &= !(flags::NOT_NULL
+        | flags::PRI_KEY
+        | flags::UNIQUE_KEY
+        | flags::MULTIPLE_KEY
+        | flags::AUTO_INCREMENT);
+    meta
+}
+
 /// An outer row's value as the constant a subquery reads: a string keeps
 /// its column's collation.
 fn outer_value(c: &ScopeColumn, v: &Val) -> Expr {
@@ -5742,11 +5879,14 @@ impl Expr {
                 }
             }
             Expr::Func(_, args) => args.iter().for_each(|x| x.each(f)),
-            Expr::Sub(s) => match &s.test {
-                SubTest::Scalar | SubTest::Exists(_) => {}
-                SubTest::In(left, _) => left.iter().for_each(|(x, _)| x.each(f)),
-                SubTest::Quantified(x, ..) => x.each(f),
-            },
+            Expr::Sub(s) => {
+                s.aggs.iter().for_each(|(_, x)| x.each(f));
+                match &s.test {
+                    SubTest::Scalar | SubTest::Exists(_) => {}
+                    SubTest::In(left, _) => left.iter().for_each(|(x, _)| x.each(f)),
+                    SubTest::Quantified(x, ..) => x.each(f),
+                }
+            }
         }
     }
 }

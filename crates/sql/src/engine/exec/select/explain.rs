@@ -285,6 +285,8 @@ fn with_sample<R>(
             .iter()
             .map(|(c, _)| crate::engine::expr::sample_value(c.kind))
             .collect(),
+        aggs: Vec::new(),
+        wanted: Some(std::cell::RefCell::default()),
     };
     crate::engine::exec::correlated::with_outer(conn, sample, |conn| {
         let plans = plan_query(conn, &d.query, &[], Some(&[]))?;
