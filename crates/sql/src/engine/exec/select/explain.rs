@@ -1054,16 +1054,32 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     let warned = ctx.warnings.len();
     let distinct = super::distinct_read(0, p, ctx)?;
     ctx.warnings.truncate(warned);
-    let (access, filter) = match distinct {
+    let (access, filter) = match &distinct {
         Some((access, filter, ..)) => {
             sort_extra.retain(|e| e != "Using temporary");
             sort_extra.insert(0, "Using index for group-by".into());
-            (access, filter)
+            (access.clone(), filter.clone())
         }
         None => single_access(table, p, p.cond.as_ref(), ctx)?,
     };
     let (_, sorted) = order_by_index(table, p, &access, p.cond.as_ref(), ctx)?;
     let mut row = access_row(table, &access, p.cond.is_some() || p.late.is_some());
+    if let (Some((_, _, _, prefix)), Access::Range { index, columns, .. }) = (&distinct, &access) {
+        // MariaDB's loose index scan is a range read of the prefix's
+        // columns; its rows the values (ANALYZE TABLE's count) when known.
+        let prefix = usize::from(*prefix);
+        row.access_type = Some("range");
+        row.key_len = Some(
+            columns
+                .iter()
+                .take(prefix)
+                .map(|c| column_len(table, *c))
+                .sum(),
+        );
+        if let Some(values) = table.stats.cardinality(index, prefix) {
+            row.rows = Some(values.max(1));
+        }
+    }
     row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
     row.partitions = partition_names(&crate::engine::plan::partitions_read(
         table,
