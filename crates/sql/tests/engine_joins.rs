@@ -713,6 +713,18 @@ fn distinct_reads_step_over_repeats() {
     .collect();
     assert_eq!(rows, expected);
     few(bytes, "GROUP BY g with MIN(h)");
+    // A WHERE bounding g, which `gk` alone would read: the same bounds
+    // along `ghk`, one row per (g, h).
+    let (rows, bytes) = read(
+        &mut conn,
+        "SELECT g, MAX(h), COUNT(DISTINCT h) FROM d WHERE g >= 8 GROUP BY g",
+    );
+    let expected: Vec<Vec<String>> = [["8", "b", "2"], ["9", "B", "2"]]
+        .iter()
+        .map(|r| r.iter().map(|v| (*v).to_string()).collect())
+        .collect();
+    assert_eq!(rows, expected);
+    few(bytes, "GROUP BY g WHERE g >= 8");
     // A WHERE the data nodes test: still one row per value.
     let (rows, bytes) = read(
         &mut conn,

@@ -3774,10 +3774,28 @@ fn distinct_read(
     let warned = ctx.warnings.len();
     let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
     let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
-    let access = match access {
-        Access::Scan => along,
-        Access::Range { ref index, .. } if index == along_index => access,
-        // Read by key, by another index, or nothing: as planned.
+    let (access, filter) = match access {
+        Access::Scan => (along, filter),
+        Access::Range { ref index, .. } if index == along_index => (access, filter),
+        // A range of another index (`WHERE a > 3 … GROUP BY a` where `ka`
+        // and `kab` both lead with a): the same bounds along this one, when
+        // the condition bounds its columns too.
+        Access::Range { .. } => {
+            ctx.warnings.truncate(warned);
+            let only_along = |native: &str| native == along_index.as_str() && usable(native);
+            let bounded = |a: &Access| {
+                matches!(a, Access::Range { lower, upper, points, .. }
+                    if lower.is_some() || upper.is_some() || !points.is_empty())
+            };
+            match plan::access_with(table, cond.as_deref(), ctx, &only_along)? {
+                (a, filter) if bounded(&a) => (a, filter),
+                _ => {
+                    ctx.warnings.truncate(warned);
+                    return Ok(None);
+                }
+            }
+        }
+        // Read by key, or nothing: as planned.
         _ => {
             ctx.warnings.truncate(warned);
             return Ok(None);
