@@ -114,6 +114,7 @@ impl<'s> Transaction<'s> {
             stats: false,
             partitions: Vec::new(),
             distinct_prefix: 0,
+            count: false,
         };
         let mut nodes = Vec::with_capacity(children.len());
         for (k, c) in children.iter().enumerate() {

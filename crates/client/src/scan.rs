@@ -97,6 +97,10 @@ pub struct ScanOptions<'a> {
     /// the first, and steps over the rest. 0: every row. Index scans
     /// without locks only.
     pub distinct_prefix: u8,
+    /// A counting scan (`proto::scan`): rows of one value each, the number
+    /// of rows that passed the range and filter since the last (their sum
+    /// is the count), not the rows. Without locks or a projection.
+    pub count: bool,
 }
 
 /// A table's size as its fragments know it ([`Transaction::table_stats`]).
@@ -257,7 +261,7 @@ impl<'s> Transaction<'s> {
         }
         let asked_lock = options.lock.unwrap_or(LockMode::Committed);
         let blob_reads: Vec<(usize, usize)> =
-            if table.has_blobs() && !stats_scan && !options.blob_heads {
+            if table.has_blobs() && !stats_scan && !options.blob_heads && !options.count {
                 let returned: Vec<usize> = if projection.is_empty() {
                     (0..table.columns().len()).collect()
                 } else {
@@ -306,6 +310,7 @@ impl<'s> Transaction<'s> {
             stats: stats_scan,
             partitions,
             distinct_prefix: options.distinct_prefix,
+            count: options.count,
         };
         spec.check(def)?;
         if lock != LockMode::Committed {
@@ -313,6 +318,8 @@ impl<'s> Transaction<'s> {
         }
         let columns: Arc<[usize]> = if stats_scan {
             (0..proto::scan::STATS_ROW_COLUMNS).collect()
+        } else if options.count {
+            (0..proto::scan::COUNT_ROW_COLUMNS).collect()
         } else if projection.is_empty() {
             (0..table.columns().len()).collect()
         } else {

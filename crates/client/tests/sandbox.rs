@@ -793,6 +793,139 @@ fn distinct_scans(session: &Session) {
     session.drop_table("runs").expect("drop runs");
 }
 
+/// Rows of the table of [`counting_scans`]: more than one partition's
+/// scan batch examines (`SCAN_ROWS_EXAMINED_MAX`, 16,384), so a count
+/// comes in several batches.
+const COUNTED_ROWS: i64 = 40_000;
+
+/// A counting scan returns the number of rows that pass, in rows of one
+/// value that add up to it: the whole table, a range of an index, a
+/// filter, one partition; refused with locks or a projection.
+fn counting_scans(session: &Session) {
+    let def = TableDef::new(
+        "counted",
+        0,
+        vec![
+            Column::new("id", ColumnType::BigInt { unsigned: false }),
+            Column::new("g", ColumnType::BigInt { unsigned: false }),
+        ],
+    )
+    .primary_key(vec![0])
+    .index(IndexDef {
+        name: "by_g".into(),
+        id: 1,
+        columns: vec![1],
+        kind: IndexKind::Ordered,
+    })
+    .partitions(2);
+    session.create_table(&def).expect("create counted");
+    let counted = session.table("counted").expect("table");
+    for first in (0..COUNTED_ROWS).step_by(1_000) {
+        let tx = session.begin().expect("begin");
+        for id in first..first + 1_000 {
+            tx.insert(&counted, &[("id", int(id)), ("g", int(id % 7))])
+                .expect("insert");
+        }
+        tx.execute(ExecMode::Commit).expect("commit");
+    }
+    let tx = session.begin().expect("begin");
+    let count = |options: ScanOptions<'_>| {
+        let mut batches = 0;
+        let mut sum = 0;
+        for r in tx
+            .scan(
+                &counted,
+                ScanOptions {
+                    count: true,
+                    ..options
+                },
+            )
+            .expect("scan")
+        {
+            let r = r.expect("row");
+            match r.values().first() {
+                Some(Value::UInt(n)) => sum += *n as i64,
+                other => panic!("a count row holds {other:?}"),
+            }
+            batches += 1;
+        }
+        (sum, batches)
+    };
+    let (all, batches) = count(ScanOptions::default());
+    assert_eq!(all, COUNTED_ROWS);
+    assert!(
+        batches >= 4,
+        "{batches} count rows for 2 partitions of 20,000"
+    );
+    let threes = (0..COUNTED_ROWS).filter(|id| id % 7 == 3).count() as i64;
+    let filter = Some(Filter::Cmp {
+        column: 1,
+        op: CmpOp::Eq,
+        value: int(3),
+    });
+    let (found, _) = count(ScanOptions {
+        filter: filter.clone(),
+        ..ScanOptions::default()
+    });
+    assert_eq!(found, threes);
+    let high = (0..COUNTED_ROWS).filter(|id| id % 7 >= 5).count() as i64;
+    let (found, _) = count(ScanOptions {
+        index: Some("by_g"),
+        lower: Some((vec![int(5)], true)),
+        ..ScanOptions::default()
+    });
+    assert_eq!(found, high);
+    let mut scratch = Vec::new();
+    let in_first = (0..COUNTED_ROWS)
+        .filter(|id| id % 7 == 3)
+        .filter(|id| {
+            counted
+                .partition_of_key(&[int(*id)], &mut scratch)
+                .expect("p")
+                == 0
+        })
+        .count() as i64;
+    let (found, _) = count(ScanOptions {
+        index: Some("by_g"),
+        lower: Some((vec![int(3)], true)),
+        upper: Some((vec![int(3)], true)),
+        partition: Some(0),
+        ..ScanOptions::default()
+    });
+    assert_eq!(found, in_first);
+    let (none, _) = count(ScanOptions {
+        index: Some("by_g"),
+        lower: Some((vec![int(7)], true)),
+        ..ScanOptions::default()
+    });
+    assert_eq!(none, 0);
+    for refused in [
+        ScanOptions {
+            lock: Some(LockMode::Shared),
+            ..ScanOptions::default()
+        },
+        ScanOptions {
+            projection: Some(vec!["g"]),
+            ..ScanOptions::default()
+        },
+    ] {
+        let message = tx
+            .scan(
+                &counted,
+                ScanOptions {
+                    count: true,
+                    ..refused
+                },
+            )
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(message.contains("counting scan"), "{message}");
+    }
+    tx.execute(ExecMode::Commit).expect("commit");
+    session.drop_table("counted").expect("drop counted");
+}
+
 #[test]
 fn the_client_against_a_sandbox() {
     let sandbox = Sandbox::start("client-sandbox", 1, 1, 23000);
@@ -820,6 +953,7 @@ fn the_client_against_a_sandbox() {
     bad_input(&session);
     partition_lists_and_statistics(&session);
     distinct_scans(&session);
+    counting_scans(&session);
     session.drop_table("accounts").expect("drop");
     assert_eq!(
         session.table("accounts").expect_err("dropped").code,

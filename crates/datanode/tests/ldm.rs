@@ -973,6 +973,7 @@ fn scans_filter_project_batch_and_lock() {
         stats: false,
         partitions: Vec::new(),
         distinct_prefix: 0,
+        count: false,
     };
     let expected: BTreeMap<i64, String> = model
         .iter()

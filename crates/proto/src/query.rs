@@ -192,10 +192,10 @@ impl QueryTree {
             table: t.name.clone(),
             problem,
         };
-        if self.root.distinct_prefix != 0 {
+        if self.root.distinct_prefix != 0 || self.root.count {
             return Err(bad(
                 root_table,
-                "a pushed join joins every root row: no distinct prefix".into(),
+                "a pushed join joins every root row: no distinct prefix, no counting".into(),
             ));
         }
         self.root.check(root_table)?;
@@ -359,6 +359,7 @@ mod tests {
                 stats: false,
                 partitions: Vec::new(),
                 distinct_prefix: 0,
+                count: false,
             },
             children: vec![QueryChild {
                 parent: 0,
@@ -433,6 +434,9 @@ mod tests {
         let mut t = tree(&tables);
         t.root.distinct_prefix = 1;
         assert!(check(&t).contains("no distinct prefix"), "{}", check(&t));
+        let mut t = tree(&tables);
+        t.root.count = true;
+        assert!(check(&t).contains("no counting"), "{}", check(&t));
         let mut t = tree(&tables);
         t.root.batch_rows = QUERY_BATCH_ROWS_MAX + 1;
         assert!(check(&t).contains("at most"), "{}", check(&t));

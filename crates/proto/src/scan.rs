@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! "SS"          magic, 2 bytes
-//! u8            format version (SCAN_SPEC_FORMAT_VERSION = 2)
+//! u8            format version (SCAN_SPEC_FORMAT_VERSION = 3)
 //! u32 table_id, u32 table_version, u32 index_id, u32 partition, u32 batch_rows
 //! u8            lock: bits 0-3 the mode (0 committed read, 1 shared, 2 exclusive),
 //!               bits 4-7 what a locking scan does about a row another transaction
@@ -27,6 +27,7 @@
 //! u8            distinct prefix: 0, or n (an ordered index scan without locks):
 //!               of the rows equal in the index's first n columns only the
 //!               first is returned
+//! u8            more flags: bit 0 counting (other bits 0)
 //! lower bound   if present: u8 inclusive (0/1), u16 n, n values (crate::value)
 //! upper bound   if present: the same
 //! more ranges   if present: u16 n (1..=SCAN_RANGES_MAX - 1), then per range u8 flags
@@ -45,6 +46,16 @@
 //! row per value and partition, not one per row. Values compare as the
 //! index orders them: 'a' and 'A' are one value under a case-blind
 //! collation. The reader deduplicates across partitions.
+//!
+//! A *counting* scan (`count`: `SELECT COUNT(*) … WHERE …` whose whole
+//! condition the scan's range and filter test) returns, instead of the
+//! rows that pass, their number: each batch is one row of
+//! [`COUNT_ROW_COLUMNS`] value, a `BigInt` unsigned, the rows that passed
+//! since the last batch (0 too), so a partition of a million matching
+//! rows answers in a few batches of one row (a batch ends after
+//! `SCAN_ROWS_EXAMINED_MAX` rows examined, as any scan's). The reader
+//! adds them up. Without locks, key info, statistics, a projection or a
+//! distinct prefix.
 //!
 //! A *statistics* scan (NDB's table statistics: a scan reading the
 //! pseudo-columns `ROW_COUNT` and `FRAGMENT_MEMORY` of every fragment)
@@ -79,7 +90,7 @@ use crate::NO_PARTITION;
 
 /// The two bytes a scan spec starts with.
 pub const SCAN_SPEC_MAGIC: [u8; 2] = *b"SS";
-pub const SCAN_SPEC_FORMAT_VERSION: u8 = 2;
+pub const SCAN_SPEC_FORMAT_VERSION: u8 = 3;
 /// The two bytes a row batch starts with.
 pub const ROW_BATCH_MAGIC: [u8; 2] = *b"RW";
 pub const ROW_BATCH_FORMAT_VERSION: u8 = 2;
@@ -97,10 +108,13 @@ const FLAG_FILTER: u8 = 16;
 const FLAG_STATS: u8 = 32;
 const FLAG_PARTITIONS: u8 = 64;
 const FLAG_MORE_RANGES: u8 = 128;
+const MORE_FLAG_COUNT: u8 = 1;
 const RANGE_FLAG_LOWER: u8 = 1;
 const RANGE_FLAG_UPPER: u8 = 2;
 /// Most ranges one scan covers (the first and the more).
 pub const SCAN_RANGES_MAX: usize = 1_024;
+/// Values in each row of a counting scan: the rows that passed.
+pub const COUNT_ROW_COLUMNS: usize = 1;
 /// Values in each row of a statistics scan: rows, memory bytes, partition.
 pub const STATS_ROW_COLUMNS: usize = 3;
 /// Most partitions one scan's partition list names.
@@ -159,6 +173,9 @@ pub struct ScanSpec {
     /// index's first `distinct_prefix` columns only the first; 0: every
     /// row.
     pub distinct_prefix: u8,
+    /// A counting scan (see the module doc): each batch one row, the
+    /// number of rows that passed, not the rows.
+    pub count: bool,
 }
 
 impl ScanSpec {
@@ -189,6 +206,7 @@ impl ScanSpec {
             self.lock as u8 | (self.lock_wait as u8) << 4,
             flags,
             self.distinct_prefix,
+            flag(self.count, MORE_FLAG_COUNT),
         ]);
         for bound in [&self.lower, &self.upper].into_iter().flatten() {
             put_bound(out, bound);
@@ -251,6 +269,12 @@ impl ScanSpec {
         // prefix (format 2) came as a byte of its own after it.
         let flags = r.u8()?;
         let distinct_prefix = r.u8()?;
+        // Format 3: a second byte of flags.
+        let at = r.position();
+        let more_flags = r.u8()?;
+        if more_flags & !MORE_FLAG_COUNT != 0 {
+            return Err(r.bad_field(at, "scan spec more flags", u64::from(more_flags)));
+        }
         let lower = if flags & FLAG_LOWER != 0 {
             Some(get_bound(&mut r)?)
         } else {
@@ -327,6 +351,7 @@ impl ScanSpec {
             stats: flags & FLAG_STATS != 0,
             partitions,
             distinct_prefix,
+            count: more_flags & MORE_FLAG_COUNT != 0,
         })
     }
 
@@ -381,6 +406,19 @@ impl ScanSpec {
         {
             return Err(bad(
                 "a distinct scan reads an ordered index without locks".into()
+            ));
+        }
+        if self.count
+            && (self.lock != LockMode::Committed
+                || self.key_info
+                || self.stats
+                || !self.projection.is_empty()
+                || self.distinct_prefix > 0)
+        {
+            return Err(bad(
+                "a counting scan reads without locks, key info, statistics, a projection \
+                 or a distinct prefix"
+                    .into(),
             ));
         }
         if self.index_id == NO_INDEX {

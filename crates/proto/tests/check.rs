@@ -494,6 +494,7 @@ fn scan() -> ScanSpec {
         stats: false,
         partitions: Vec::new(),
         distinct_prefix: 0,
+        count: false,
     }
 }
 
@@ -509,6 +510,36 @@ fn scans_are_checked() {
         ..scan()
     };
     full.check(&t).unwrap();
+    // A counting scan: committed reads of no columns, nothing else asked.
+    let counting = ScanSpec {
+        lock: LockMode::Committed,
+        key_info: false,
+        projection: Vec::new(),
+        count: true,
+        ..scan()
+    };
+    counting.check(&t).unwrap();
+    for refused in [
+        ScanSpec {
+            lock: LockMode::Shared,
+            ..counting.clone()
+        },
+        ScanSpec {
+            key_info: true,
+            ..counting.clone()
+        },
+        ScanSpec {
+            projection: vec![0],
+            ..counting.clone()
+        },
+        ScanSpec {
+            distinct_prefix: 1,
+            ..counting.clone()
+        },
+    ] {
+        let e = refused.check(&t).unwrap_err();
+        assert!(e.to_string().contains("counting scan"), "{e}");
+    }
     let cases: Vec<(ScanSpec, u32, &[&str])> = vec![
         (
             ScanSpec {

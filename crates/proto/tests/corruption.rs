@@ -197,6 +197,7 @@ proptest! {
             stats: false,
             partitions: Vec::new(),
             distinct_prefix: 1,
+            count: true,
         };
         let bytes = spec.to_bytes();
         for len in 0..bytes.len() {
@@ -229,6 +230,7 @@ proptest! {
             stats: false,
             partitions: Vec::new(),
             distinct_prefix: 0,
+            count: false,
         };
         let buffers = [write_ops(&ops), results_bytes(&values), rows_bytes(&values), filter.to_bytes(), spec.to_bytes()];
         for (kind, original) in buffers.iter().enumerate() {

@@ -189,7 +189,7 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
             proptest::option::of(arb_filter()),
             any::<bool>(),
             proptest::sample::select(proto::LockWait::ALL.to_vec()),
-            any::<u8>(),
+            (any::<u8>(), any::<bool>()),
         ),
     )
         .prop_map(
@@ -199,7 +199,14 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                 (partition, batch_rows),
                 rest,
             )| {
-                let (more_ranges, projection, filter, key_info, lock_wait, distinct_prefix) = rest;
+                let (
+                    more_ranges,
+                    projection,
+                    filter,
+                    key_info,
+                    lock_wait,
+                    (distinct_prefix, count),
+                ) = rest;
                 // Only a locking scan says what it does about a held row.
                 let lock_wait = if lock == proto::LockMode::Committed {
                     proto::LockWait::Wait
@@ -224,6 +231,7 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                     stats: false,
                     partitions: Vec::new(),
                     distinct_prefix,
+                    count,
                 }
             },
         )

@@ -58,8 +58,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// replaced table: a copying ALTER followed). 20: the op flags `NO_WAIT`
 /// and `SKIP_LOCKED` and a scan spec's lock wait (`FOR UPDATE NOWAIT`,
 /// `SKIP LOCKED`), error `LOCK_BUSY`. 21: a scan spec's distinct prefix
-/// (scan spec format 2, a loose index scan).
-pub const WIRE_VERSION: u8 = 21;
+/// (scan spec format 2, a loose index scan). 22: a counting scan (scan
+/// spec format 3, its byte of more flags).
+pub const WIRE_VERSION: u8 = 22;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

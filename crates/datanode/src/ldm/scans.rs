@@ -100,6 +100,8 @@ struct ScanRecord {
     distinct_run: usize,
     /// The rows of its next chunk (`DISTINCT_CHUNK_ROWS_MIN`).
     distinct_chunk: usize,
+    /// A counting scan: the rows that passed since its last batch.
+    counted: u64,
 }
 
 /// An open scan as ndbinfo shows it (`Scans::open_scans`).
@@ -244,6 +246,7 @@ impl Scans {
         record.distinct_last = None;
         record.distinct_run = 0;
         record.distinct_chunk = DISTINCT_CHUNK_ROWS_MIN;
+        record.counted = 0;
         self.by_key.insert(key, slot);
         slot
     }
@@ -575,6 +578,16 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             BatchEnd::Full => false,
             BatchEnd::Done => true,
         };
+        if record.spec.as_ref().is_some_and(|s| s.count) {
+            // A counting scan's batch: one row, the rows that passed.
+            debug_assert!(record.rows.is_empty(), "a counting scan gathers no rows");
+            record.rows.begin_row();
+            let counted = std::mem::take(&mut record.counted);
+            record.rows.values(proto::scan::COUNT_ROW_COLUMNS, |out| {
+                proto::value::put_uint(out, counted);
+            });
+            record.rows.end_row(0);
+        }
         let mut next = 0;
         loop {
             // Sized at once: a row's frame is 12 bytes, and a guess of 4
@@ -773,6 +786,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                         (fixed, var)
                     }
                 };
+                if spec.count {
+                    // Counted, not returned (committed reads only).
+                    record.counted += 1;
+                    record.next_row += 1;
+                    record.examined += 1;
+                    continue;
+                }
                 let layout = fragment.layout();
                 record.rows.begin_row();
                 if spec.projection.is_empty() {

@@ -266,5 +266,6 @@ pub fn full_scan_spec(table: &TableDef) -> proto::ScanSpec {
         stats: false,
         partitions: Vec::new(),
         distinct_prefix: 0,
+        count: false,
     }
 }
