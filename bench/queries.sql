@@ -12,6 +12,8 @@ SELECT MIN(created), MAX(created) FROM orders
 SELECT COUNT(*) FROM orders
 SELECT COUNT(*) FROM orders WHERE customer_id = 5
 SELECT COUNT(*) FROM orders WHERE created >= '2024-06-01' AND created < '2024-07-01'
+SELECT COUNT(*) FROM orders WHERE customer_id BETWEEN 100 AND 300
+SELECT COUNT(*) FROM orders WHERE id > 10000 AND customer_id < 500
 SELECT COUNT(*), SUM(amount) FROM orders
 SELECT status, COUNT(*) FROM orders GROUP BY status
 SELECT COUNT(DISTINCT customer_id) FROM orders

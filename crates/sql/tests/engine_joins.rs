@@ -630,7 +630,8 @@ const DISTINCT_TABLE_ROWS: usize = 3_000;
 /// partition's distinct scan sends one row per value (a loose index
 /// scan), not the table (counted in bytes received); a WHERE the data
 /// nodes test whole keeps it, one they cannot, and a transaction's own
-/// pending writes, read every row and still answer right.
+/// pending writes, read every row and still answer right. `COUNT(*) …
+/// WHERE` is a counting scan, sending a number, not the rows.
 #[test]
 fn distinct_reads_step_over_repeats() {
     let sandbox = Sandbox::start("sql-distinct", 2, 1, 43_700);
@@ -742,12 +743,49 @@ fn distinct_reads_step_over_repeats() {
     // COUNT(*) counts repeats: read as before.
     let (rows, _) = read(&mut conn, "SELECT g, COUNT(*) FROM d GROUP BY g LIMIT 1");
     assert_eq!(rows, [["0".to_string(), "300".to_string()]]);
+    // COUNT(*) of a WHERE the data nodes test whole: a counting scan, a
+    // number per partition and batch instead of the rows (a value listed
+    // twice counted once); one they cannot test exactly (a function, text
+    // under a collation) reads the rows.
+    for (sql, expected, counted) in [
+        ("SELECT COUNT(*) FROM d WHERE g >= 7", "900", true),
+        (
+            "SELECT COUNT(*), COUNT(id) FROM d WHERE g = 3 AND id < 2000",
+            "200",
+            true,
+        ),
+        ("SELECT COUNT(*) FROM d WHERE g IN (1, 2, 9)", "900", true),
+        ("SELECT COUNT(*) FROM d WHERE g IN (1, 1)", "300", true),
+        (
+            "SELECT COUNT(*) FROM d WHERE h IN ('a', 'A')",
+            "1500",
+            false,
+        ),
+        (
+            "SELECT COUNT(*) FROM d WHERE REVERSE(v) < '2'",
+            "600",
+            false,
+        ),
+    ] {
+        let (rows, bytes) = read(&mut conn, sql);
+        assert_eq!(rows[0][0], expected, "{sql}");
+        if counted {
+            few(bytes, sql);
+        } else {
+            assert!(
+                bytes * 20 > whole_bytes / 10,
+                "{sql}: {bytes} of {whole_bytes}"
+            );
+        }
+    }
     // A transaction's own pending write is seen.
     q(&mut conn, "SET transaction_allow_batching = 1");
     q(&mut conn, "BEGIN");
     q(&mut conn, "INSERT INTO d VALUES (5000, 42, 'c', 'new')");
     let (rows, _) = read(&mut conn, "SELECT COUNT(DISTINCT g) FROM d");
     assert_eq!(rows, one("11"));
+    let (rows, _) = read(&mut conn, "SELECT COUNT(*) FROM d WHERE g >= 7");
+    assert_eq!(rows, one("901"));
     q(&mut conn, "ROLLBACK");
     q(&mut conn, "SET transaction_allow_batching = 0");
 }

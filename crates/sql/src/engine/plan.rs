@@ -2368,6 +2368,19 @@ pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) 
                 }
                 _ => false,
             },
+            // An integer column IN integers: each an equality the data
+            // nodes test as it is meant (`filter` pushes the ORed list).
+            Expr::In(x, list, false, _, _) if list.len() <= KEY_READS_MAX => match **x {
+                Expr::Col(col) if integer(col) => {
+                    let mut all = true;
+                    for item in list {
+                        all &= matches!(item, Expr::Lit(Val::Int(_) | Val::UInt(_)))
+                            && column_vs_const(table, x, item, ctx)?.is_some();
+                    }
+                    all
+                }
+                _ => false,
+            },
             _ => false,
         };
         if !exact {

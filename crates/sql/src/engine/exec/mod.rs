@@ -720,6 +720,11 @@ pub(crate) struct ScanShape {
     /// (`ScanOptions::distinct_prefix`): each partition's first row of
     /// each of their values only. 0: every row.
     pub distinct_prefix: u8,
+    /// A counting scan (`ScanOptions::count`): rows of one value each, an
+    /// `Int` of how many rows passed, which add up to the count. Only
+    /// where the filter is the whole condition (no recheck here) and the
+    /// ranges cannot overlap.
+    pub count: bool,
 }
 
 /// [`fetch`]'s rows handed to `each` as they come, none kept here (a
@@ -843,6 +848,7 @@ pub(crate) fn fetch_each<'c>(
                 batch_rows: shape.batch_rows,
                 partition: shape.partition,
                 distinct_prefix: shape.distinct_prefix,
+                count: shape.count,
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.
@@ -873,7 +879,12 @@ pub(crate) fn fetch_each<'c>(
             }
             // Points a collation deems equal ('a' and 'A') are two ranges
             // over the same rows: each row is kept once.
-            let mut seen = (!options.more_ranges.is_empty()).then(std::collections::HashSet::new);
+            let mut seen = (!options.more_ranges.is_empty() && !shape.count)
+                .then(std::collections::HashSet::new);
+            debug_assert!(
+                !shape.count || recheck.is_none(),
+                "a counting scan's filter is its whole condition"
+            );
             // A scan does not carry the transaction's deferred writes:
             // they go first, so that the scan sees them.
             txn::flush(tx).map_err(|e| txn::native_error_in(&e, &table.name))?;
@@ -886,6 +897,24 @@ pub(crate) fn fetch_each<'c>(
                     .map_err(|e| txn::native_error_in(&e, &table.name))?;
                 for r in scan {
                     let mut r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    if shape.count {
+                        let n = match r.values().first() {
+                            Some(Value::UInt(n)) => i64::try_from(*n).unwrap_or(i64::MAX),
+                            other => {
+                                return Err(SqlError::new(
+                                    codes::UNKNOWN,
+                                    format!(
+                                        "a counting scan of table `{}` returned {other:?}",
+                                        table.name
+                                    ),
+                                ))
+                            }
+                        };
+                        if !keep(vec![Val::Int(n)], Vec::new(), ctx)? {
+                            break 'ranges;
+                        }
+                        continue;
+                    }
                     if let Some(seen) = &mut seen {
                         let key = primary_key_of(table, r.values(), r.columns());
                         if !seen.insert(key_bytes(&key)) {

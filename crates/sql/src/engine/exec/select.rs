@@ -3354,6 +3354,11 @@ fn run_one(
             return shape_groups(p, vec![group], None, ctx);
         }
     }
+    if let Some(rows) = counted(tx, p, ctx)? {
+        let counts = vec![Val::Int(rows); p.aggs.len()];
+        let group = (vec![Val::Null; p.source.len()], counts);
+        return shape_groups(p, vec![group], None, ctx);
+    }
     if let Some(groups) = groups_in_order(tx, p, ctx)? {
         return shape_groups(p, groups, None, ctx);
     }
@@ -3600,7 +3605,7 @@ fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxR
     if small {
         return Ok(None);
     }
-    let warned = ctx.warnings.len();
+    let warned = plan_mark(ctx);
     let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
     let usable = |native: &str| p.hints.usable(table, native);
     // Each aggregate's read: its column not NULL, along an index.
@@ -3616,7 +3621,7 @@ fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxR
         let access = along_order(table, &order, access, &usable);
         if !plan::follows_index(table, &order, &access) {
             // Planned again by `found_of`, its warnings with it.
-            ctx.warnings.truncate(warned);
+            drop_planned(ctx, warned);
             return Ok(None);
         }
         reads.push((access, filter, both, max, column));
@@ -3697,6 +3702,162 @@ fn min_max_candidates(
     Ok(Some(found))
 }
 
+/// What planning has warned so far, the statement's warnings and its
+/// once-only range warnings (`Env::range_warned`): [`drop_planned`] takes
+/// back a tried plan's.
+pub(super) fn plan_mark(ctx: &Ctx<'_>) -> (usize, usize) {
+    (ctx.warnings.len(), ctx.env.range_warned.mark())
+}
+
+/// Drops the warnings of a plan tried and not taken since `mark`, so that
+/// the plan the statement runs gives them again (a range bound's warning
+/// is given once a statement).
+pub(super) fn drop_planned(ctx: &mut Ctx<'_>, mark: (usize, usize)) {
+    ctx.warnings.truncate(mark.0);
+    ctx.env.range_warned.forget_since(mark.1);
+}
+
+/// The read of [`counted`]: its access, the pushed filter and the WHERE.
+type CountRead = (Access, Option<skarv_client::Filter>, Option<Expr>);
+
+/// The read of [`counted`], or None when the query is not one.
+fn count_read(tx_pending: usize, p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<CountRead>> {
+    let Some(table) = &p.table else {
+        return Ok(None);
+    };
+    let simple = p.join.is_none()
+        && p.rows.is_none()
+        && p.cond.is_some()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && p.group.is_empty()
+        && !p.rollup
+        && p.windows.is_empty()
+        && p.lock.is_none()
+        && !p.aggs.is_empty()
+        && tx_pending == 0
+        && !assigns_user_vars(p);
+    if !simple {
+        return Ok(None);
+    }
+    // Every aggregate counts every row: COUNT(*), COUNT(1), COUNT of a
+    // NOT NULL column.
+    let counts_rows = p.aggs.iter().all(|a| {
+        !a.distinct
+            && a.concat.is_none()
+            && match (a.func, &a.arg) {
+                (AggFn::CountStar, _) => true,
+                (AggFn::Count, Some(Expr::Lit(v))) => !v.is_null(),
+                (AggFn::Count, Some(Expr::Col(c))) => {
+                    table.columns.get(*c).is_some_and(|col| !col.nullable)
+                }
+                _ => false,
+            }
+    });
+    if !counts_rows || names_bare_column(p) {
+        return Ok(None);
+    }
+    // A constant whose reading warns (`k >= '1999-06-01'` of an INT k):
+    // its warnings come as the rows are read (MariaDB's, at the first
+    // row compared or from its range optimizer): read as before.
+    let mut warns = false;
+    if let Some(c) = &p.cond {
+        c.each(&mut |x| warns |= matches!(x, Expr::Func(expr::Func::WarnOnce, _)));
+    }
+    if warns {
+        return Ok(None);
+    }
+    let warned = plan_mark(ctx);
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
+    let usable = |native: &str| p.hints.usable(table, native);
+    let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
+    let cond = cond.map(std::borrow::Cow::into_owned);
+    if ctx.warnings.len() > warned.0 {
+        drop_planned(ctx, warned);
+        return Ok(None);
+    }
+    let counts = match &access {
+        Access::Scan => true,
+        // Points (an IN list) are ranges of their own: counted apart, so
+        // they must not overlap, as values a collation deems equal ('a'
+        // and 'A') or the same value twice would.
+        Access::Range {
+            points, columns, ..
+        } => {
+            let collated = || {
+                let width = points.first().map_or(0, Vec::len);
+                columns
+                    .iter()
+                    .take(width)
+                    .any(|c| table.columns[*c].ty.collation().is_some())
+            };
+            let repeated = || {
+                let mut seen: Vec<&Vec<schema::Value>> = Vec::with_capacity(points.len());
+                points.iter().any(|p| {
+                    let again = seen.contains(&p);
+                    seen.push(p);
+                    again
+                })
+            };
+            points.is_empty() || !(collated() || repeated())
+        }
+        // Keys, or nothing: read as planned.
+        _ => false,
+    };
+    // Rows the data nodes only count are not looked at here: they must
+    // test the whole condition.
+    if !counts || super::recheck_of(table, &access, filter.as_ref(), cond.as_ref(), ctx)?.is_some()
+    {
+        drop_planned(ctx, warned);
+        return Ok(None);
+    }
+    Ok(Some((access, filter, cond)))
+}
+
+/// `SELECT COUNT(*) FROM t WHERE …` (COUNT(1), COUNT of a NOT NULL
+/// column; expressions of the counts, HAVING, ORDER BY, LIMIT) whose
+/// whole WHERE the data nodes test: a counting scan, each partition
+/// saying how many of its rows pass instead of returning them (MariaDB
+/// counts along an index without reading the rows either). The count;
+/// None (the rows read as before) for anything else, a condition the SQL
+/// node must test itself, a key read, or a transaction with writes to
+/// flush or that wrote (its reads lock, to see its writes).
+fn counted(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<i64>> {
+    let (Some(table), Some((access, filter, cond))) =
+        (&p.table, count_read(tx.pending_ops(), p, ctx)?)
+    else {
+        return Ok(None);
+    };
+    let mut rows = 0i64;
+    fetch_each(
+        tx,
+        table,
+        &access,
+        filter,
+        None,
+        false,
+        cond.as_ref(),
+        ctx,
+        None,
+        None,
+        super::ScanShape {
+            count: true,
+            ..super::ScanShape::default()
+        },
+        |row, _, _| {
+            if let Some(Val::Int(n)) = row.first() {
+                rows = rows.saturating_add(*n);
+            }
+            Ok(true)
+        },
+    )?;
+    Ok(Some(rows))
+}
+
 /// Rows a value of the distinct columns holds on average (the index
 /// statistics, `ANALYZE TABLE`) below which [`distinct_candidates`]
 /// reads every row as before: a value of a row or so gains nothing from
@@ -3771,7 +3932,7 @@ fn distinct_read(
     if few_per_value {
         return Ok(None);
     }
-    let warned = ctx.warnings.len();
+    let warned = plan_mark(ctx);
     let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
     let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
     let (access, filter) = match access {
@@ -3781,7 +3942,7 @@ fn distinct_read(
         // and `kab` both lead with a): the same bounds along this one, when
         // the condition bounds its columns too.
         Access::Range { .. } => {
-            ctx.warnings.truncate(warned);
+            drop_planned(ctx, warned);
             let only_along = |native: &str| native == along_index.as_str() && usable(native);
             let bounded = |a: &Access| {
                 matches!(a, Access::Range { lower, upper, points, .. }
@@ -3790,14 +3951,14 @@ fn distinct_read(
             match plan::access_with(table, cond.as_deref(), ctx, &only_along)? {
                 (a, filter) if bounded(&a) => (a, filter),
                 _ => {
-                    ctx.warnings.truncate(warned);
+                    drop_planned(ctx, warned);
                     return Ok(None);
                 }
             }
         }
         // Read by key, or nothing: as planned.
         _ => {
-            ctx.warnings.truncate(warned);
+            drop_planned(ctx, warned);
             return Ok(None);
         }
     };
@@ -3805,7 +3966,7 @@ fn distinct_read(
     // test the whole condition.
     let cond = cond.map(std::borrow::Cow::into_owned);
     if super::recheck_of(table, &access, filter.as_ref(), cond.as_ref(), ctx)?.is_some() {
-        ctx.warnings.truncate(warned);
+        drop_planned(ctx, warned);
         return Ok(None);
     }
     Ok(Some((access, filter, cond, prefix)))

@@ -156,6 +156,21 @@ impl WarnedOnce {
         }
         first
     }
+
+    /// The sites that warned so far: a mark for [`WarnedOnce::forget_since`].
+    pub fn mark(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Forgets the sites that warned after `mark`: a plan tried and
+    /// dropped, whose warnings were dropped with it, warns again when the
+    /// statement plans for real.
+    pub fn forget_since(&self, mark: usize) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .truncate(mark);
+    }
 }
 
 impl Clone for WarnedOnce {

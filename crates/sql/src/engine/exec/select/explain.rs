@@ -1051,9 +1051,9 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     }
     // One row of each value along an index (`distinct_candidates`):
     // MariaDB's loose index scan.
-    let warned = ctx.warnings.len();
+    let warned = super::plan_mark(ctx);
     let distinct = super::distinct_read(0, p, ctx)?;
-    ctx.warnings.truncate(warned);
+    super::drop_planned(ctx, warned);
     let (access, filter) = match &distinct {
         Some((access, filter, ..)) => {
             sort_extra.retain(|e| e != "Using temporary");
