@@ -339,6 +339,12 @@ class Gen:
             if rng.random() < 0.15:
                 where += " AND t1.id IN (SELECT t1_id FROM t2 WHERE x > %d)" % rng.randint(-2, 6) \
                     if source.startswith("t1") else ""
+        if rng.random() < 0.08:
+            # Counts of the whole WHERE, ungrouped (a counting scan where
+            # the data nodes test it all).
+            counts = rng.choice(["COUNT(*)", "COUNT(*), COUNT(1)", "COUNT(*) + 1",
+                                 "COUNT(%s)" % self.col(scope, "int")])
+            return "SELECT %s FROM %s%s" % (counts, source, where), True
         if rng.random() < 0.3:
             # Grouped: by one or two expressions, with aggregates.
             keys = [self.col(scope, rng.choice(["int", "text"])) for _ in range(rng.randint(1, 2))]
