@@ -3354,7 +3354,8 @@ fn run_one(
             return shape_groups(p, vec![group], None, ctx);
         }
     }
-    if let Some(rows) = counted(tx, p, ctx)? {
+    let mut commit = commit;
+    if let Some(rows) = counted(tx, p, ctx, commit.as_deref_mut())? {
         let counts = vec![Val::Int(rows); p.aggs.len()];
         let group = (vec![Val::Null; p.source.len()], counts);
         return shape_groups(p, vec![group], None, ctx);
@@ -3822,10 +3823,13 @@ fn count_read(tx_pending: usize, p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Op
 /// None (the rows read as before) for anything else, a condition the SQL
 /// node must test itself, a key read, or a transaction with writes to
 /// flush or that wrote (its reads lock, to see its writes).
+/// `commit` as `fetch_each` takes it: an autocommit read's scan ends its
+/// transaction (no commit round trip).
 fn counted(
     tx: &skarv_client::Transaction<'_>,
     p: &Planned,
     ctx: &mut Ctx<'_>,
+    commit: Option<&mut bool>,
 ) -> SqlResult<Option<i64>> {
     let (Some(table), Some((access, filter, cond))) =
         (&p.table, count_read(tx.pending_ops(), p, ctx)?)
@@ -3842,7 +3846,7 @@ fn counted(
         false,
         cond.as_ref(),
         ctx,
-        None,
+        commit,
         None,
         super::ScanShape {
             count: true,

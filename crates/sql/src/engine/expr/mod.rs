@@ -3538,19 +3538,24 @@ impl<'a> Scope<'a> {
         let arg_kind = arg
             .as_ref()
             .map_or(Kind::Int { unsigned: false }, |a| self.kind(a));
+        self.push_agg(AggSpec {
+            func,
+            arg,
+            distinct,
+            arg_kind,
+            concat: None,
+        })
+    }
+
+    /// Adds an aggregate to the query's: 1111 where none may be.
+    fn push_agg(&mut self, spec: AggSpec) -> SqlResult<Expr> {
         let aggs = self.aggs.as_mut().ok_or_else(|| {
             SqlError::new(
                 codes::INVALID_GROUP_FUNC_USE,
                 "Invalid use of group function",
             )
         })?;
-        aggs.push(AggSpec {
-            func,
-            arg,
-            distinct,
-            arg_kind,
-            concat: None,
-        });
+        aggs.push(spec);
         Ok(Expr::Agg(aggs.len() - 1))
     }
 
@@ -3578,20 +3583,13 @@ impl<'a> Scope<'a> {
             });
             concat.args.push(e);
         }
-        let aggs = self.aggs.as_mut().ok_or_else(|| {
-            SqlError::new(
-                codes::INVALID_GROUP_FUNC_USE,
-                "Invalid use of group function",
-            )
-        })?;
-        aggs.push(AggSpec {
+        self.push_agg(AggSpec {
             func: AggFn::Count,
             arg: None,
             distinct: true,
             arg_kind: Kind::Int { unsigned: false },
             concat: Some(Box::new(concat)),
-        });
-        Ok(Expr::Agg(aggs.len() - 1))
+        })
     }
 
     /// Lowers `GROUP_CONCAT`: its values, ORDER BY and SEPARATOR.
@@ -3658,13 +3656,7 @@ impl<'a> Scope<'a> {
                 .parse()
                 .unwrap_or(GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES),
         };
-        let aggs = self.aggs.as_mut().ok_or_else(|| {
-            SqlError::new(
-                codes::INVALID_GROUP_FUNC_USE,
-                "Invalid use of group function",
-            )
-        })?;
-        aggs.push(AggSpec {
+        self.push_agg(AggSpec {
             func: AggFn::GroupConcat,
             arg: None,
             distinct,
@@ -3672,8 +3664,7 @@ impl<'a> Scope<'a> {
                 collation: (!binary).then_some(collation),
             },
             concat: Some(Box::new(concat)),
-        });
-        Ok(Expr::Agg(aggs.len() - 1))
+        })
     }
 
     fn group_concat_parts(
