@@ -147,18 +147,104 @@ pub(crate) fn merged_each<'c>(
     ctx: &mut Ctx<'c>,
     mut each: impl FnMut(Vec<Val>, &mut Ctx<'c>) -> SqlResult<bool>,
 ) -> SqlResult<()> {
-    let MergedRead {
-        table,
-        access,
-        filter,
-        descending,
-        cond,
-        partitions,
-        keys,
-        columns,
-        stop_after,
-        distinct_prefix,
-    } = read;
+    merged_each_of(session, vec![read], ctx, |_, row, ctx| each(row, ctx))
+}
+
+/// [`merged_each`] of several reads, every partition's first batch of
+/// each asked for before any is waited for (one round trip for all: the
+/// MIN and the MAX of one statement), then merged one read after the
+/// other; `each` is told which read a row is of.
+pub(crate) fn merged_each_of<'c>(
+    session: &Session,
+    reads: Vec<MergedRead<'_>>,
+    ctx: &mut Ctx<'c>,
+    mut each: impl FnMut(usize, Vec<Val>, &mut Ctx<'c>) -> SqlResult<bool>,
+) -> SqlResult<()> {
+    let mut opened = Vec::with_capacity(reads.len());
+    for read in &reads {
+        opened.push(open(session, read, ctx)?);
+    }
+    let error = |table: &TableInfo| {
+        let name = table.name.clone();
+        move |e: skarv_client::Error| txn::native_error_in(&e, &name)
+    };
+    let txs: Vec<Vec<Transaction<'_>>> = reads
+        .iter()
+        .map(|read| {
+            read.partitions
+                .iter()
+                .map(|_| session.begin().map_err(error(read.table)))
+                .collect::<SqlResult<Vec<_>>>()
+        })
+        .collect::<SqlResult<_>>()?;
+    // Every partition's first batch of every read is asked for before
+    // any is waited for.
+    let mut scans: Vec<Vec<ScanIter<'_, '_>>> = Vec::with_capacity(reads.len());
+    for ((read, open), txs) in reads.iter().zip(&opened).zip(&txs) {
+        let mut these = Vec::with_capacity(read.partitions.len());
+        for (tx, part) in txs.iter().zip(&read.partitions) {
+            let options = ScanOptions {
+                partition: Some(*part),
+                ..open.options.clone()
+            };
+            these.push(
+                tx.scan(&read.table.native, options)
+                    .map_err(error(read.table))?,
+            );
+        }
+        scans.push(these);
+    }
+    let mut result = Ok(());
+    for (at, ((read, open), these)) in reads.iter().zip(&opened).zip(&mut scans).enumerate() {
+        if result.is_ok() {
+            let cmp = |a: &Head, b: &Head| open.compare(a, b);
+            result = merge(
+                these,
+                read.table,
+                open.recheck,
+                open.shape,
+                &cmp,
+                ctx,
+                &mut |row, ctx| each(at, row, ctx),
+            );
+        }
+    }
+    for these in scans {
+        skarv_client::close_scans(these);
+    }
+    drop(txs);
+    result
+}
+
+/// What [`merged_each_of`] made of a read before its scans open.
+struct Opened<'r> {
+    options: ScanOptions<'r>,
+    recheck: Option<&'r Expr>,
+    keys: Vec<usize>,
+    collations: Vec<Option<Collation>>,
+    descending: bool,
+    shape: Shape,
+}
+
+impl Opened<'_> {
+    /// Two rows in the order the merge gives them; equal keys (a table
+    /// without a primary key of its own) by partition, as reading the
+    /// partitions one after the other and sorting stably would.
+    fn compare(&self, a: &Head, b: &Head) -> Ordering {
+        for (c, coll) in self.keys.iter().zip(&self.collations) {
+            let o = order_cmp(&a.0[*c], &b.0[*c], *coll);
+            if o != Ordering::Equal {
+                return if self.descending { o.reverse() } else { o };
+            }
+        }
+        a.1.cmp(&b.1)
+    }
+}
+
+/// A read's scan options, recheck and order; counts its scan.
+fn open<'r>(session: &Session, read: &MergedRead<'r>, ctx: &mut Ctx<'_>) -> SqlResult<Opened<'r>> {
+    let table: &'r Arc<TableInfo> = read.table;
+    let access: &'r Access = read.access;
     let Access::Range {
         index,
         lower,
@@ -170,30 +256,19 @@ pub(crate) fn merged_each<'c>(
         unreachable!("a merged read reads a range of an ordered index");
     };
     debug_assert!(points.is_empty(), "a merged read's range is one range");
-    let recheck = super::recheck_of(table, access, filter.as_ref(), cond, ctx)?;
-    let collations: Vec<Option<Collation>> = keys
+    let recheck = super::recheck_of(table, access, read.filter.as_ref(), read.cond, ctx)?;
+    let collations: Vec<Option<Collation>> = read
+        .keys
         .iter()
         .map(|c| table.columns[*c].ty.collation())
         .collect();
-    // Two rows in the order the merge gives them; equal keys (a table
-    // without a primary key of its own) by partition, as reading the
-    // partitions one after the other and sorting stably would.
-    let cmp = |a: &Head, b: &Head| -> Ordering {
-        for (c, coll) in keys.iter().zip(&collations) {
-            let o = order_cmp(&a.0[*c], &b.0[*c], *coll);
-            if o != Ordering::Equal {
-                return if descending { o.reverse() } else { o };
-            }
-        }
-        a.1.cmp(&b.1)
-    };
     // The rows compared must hold every column the index orders by,
     // even those the statement does not name (an index of (a, b) read
     // for ORDER BY a: rows equal in a come by b).
-    let mut projection = columns.map(<[&str]>::to_vec);
+    let mut projection = read.columns.map(<[&str]>::to_vec);
     if let Some(names) = &mut projection {
         let def = table.native.def();
-        for c in &keys {
+        for c in &read.keys {
             let name = table
                 .columns
                 .get(*c)
@@ -205,46 +280,34 @@ pub(crate) fn merged_each<'c>(
             }
         }
     }
-    let batch = batch_rows(stop_after, partitions.len());
+    let batch = batch_rows(read.stop_after, read.partitions.len());
     let options = ScanOptions {
         index: Some(index.as_str()),
         lower: lower.clone(),
         upper: upper.clone(),
-        descending,
-        filter,
+        descending: read.descending,
+        filter: read.filter.clone(),
         projection,
         batch_rows: batch,
         ends_transaction: true,
         uncounted: true,
-        distinct_prefix,
+        distinct_prefix: read.distinct_prefix,
         ..ScanOptions::default()
     };
     // One range scan, as NDB counts an ordered scan of every fragment;
     // pruned when the condition named fewer partitions than the table's.
-    session.count_scan(partitions.len() < table.native.def().partitions as usize);
-    let native = &table.native;
-    let error = |e: skarv_client::Error| txn::native_error_in(&e, &table.name);
-    let txs: Vec<Transaction<'_>> = partitions
-        .iter()
-        .map(|_| session.begin().map_err(error))
-        .collect::<SqlResult<_>>()?;
-    // Every partition's first batch is asked for before any is waited for.
-    let mut scans: Vec<ScanIter<'_, '_>> = Vec::with_capacity(partitions.len());
-    for (tx, part) in txs.iter().zip(&partitions) {
-        let options = ScanOptions {
-            partition: Some(*part),
-            ..options.clone()
-        };
-        scans.push(tx.scan(native, options).map_err(error)?);
-    }
-    let shape = Shape {
-        batch: batch as usize,
-        stop_after,
-    };
-    let result = merge(&mut scans, table, recheck, shape, &cmp, ctx, &mut each);
-    skarv_client::close_scans(scans);
-    drop(txs);
-    result
+    session.count_scan(read.partitions.len() < table.native.def().partitions as usize);
+    Ok(Opened {
+        options,
+        recheck,
+        keys: read.keys.clone(),
+        collations,
+        descending: read.descending,
+        shape: Shape {
+            batch: batch as usize,
+            stop_after: read.stop_after,
+        },
+    })
 }
 
 /// How a merge's scans read: rows per batch, and rows taken at most.

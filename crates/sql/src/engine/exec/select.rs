@@ -3655,27 +3655,40 @@ fn min_max_candidates(
     let partitions = table.native.def().partitions;
     let columns = projection(table, p);
     let mut found = Vec::new();
-    for (access, filter, both, max, column) in &reads {
-        // Every partition's first row at once, when nothing of this
-        // transaction's must be seen (its reads run apart from it): the
-        // merge's first is the answer.
+    // Every partition's first row of every aggregate at once, when
+    // nothing of this transaction's must be seen (its reads run apart
+    // from it): each merge's first is the answer, and the MIN and the MAX
+    // of a statement cost one round trip, not two.
+    let few = partitions as usize <= super::merge::MERGE_PARTITIONS_MAX;
+    let mut merged_reads = Vec::with_capacity(reads.len());
+    let mut apart = Vec::new();
+    for read in &reads {
+        let (access, filter, both, max, column) = read;
         let keys = super::merge::merge_keys(table, &[(Expr::Col(*column), *max)], access);
-        let few = partitions as usize <= super::merge::MERGE_PARTITIONS_MAX;
-        if let (Some(keys), 0, true) = (keys, tx.pending_ops(), few) {
-            let merged = ((0..partitions).collect(), keys);
-            let read = super::merge::MergedRead {
-                filter: filter.clone(),
-                cond: Some(both),
-                columns: columns.as_deref(),
-                stop_after: Some(1),
-                ..super::merge::MergedRead::along(table, access, *max, merged)
-            };
-            super::merge::merged_each(tx.session(), read, ctx, |row, _| {
-                found.push((row, Vec::new()));
-                Ok(false)
-            })?;
-            continue;
+        match (keys, tx.pending_ops(), few) {
+            (Some(keys), 0, true) => {
+                let merged = ((0..partitions).collect(), keys);
+                merged_reads.push(super::merge::MergedRead {
+                    filter: filter.clone(),
+                    cond: Some(both),
+                    columns: columns.as_deref(),
+                    stop_after: Some(1),
+                    ..super::merge::MergedRead::along(table, access, *max, merged)
+                });
+            }
+            _ => apart.push(read),
         }
+    }
+    if !merged_reads.is_empty() {
+        let mut taken = vec![false; merged_reads.len()];
+        super::merge::merged_each_of(tx.session(), merged_reads, ctx, |at, row, _| {
+            if !std::mem::replace(&mut taken[at], true) {
+                found.push((row, Vec::new()));
+            }
+            Ok(false)
+        })?;
+    }
+    for (access, filter, both, max, _) in apart {
         for part in 0..partitions {
             fetch_each(
                 tx,
