@@ -44,8 +44,8 @@ pub enum Access {
         /// SQL positions of the index columns, in order (for ORDER BY).
         columns: Vec<usize>,
         /// Values of a prefix of the index columns to scan one after the
-        /// other, each as an equal range (`k IN (…)` on the index): rows
-        /// come in this order, not the index's. Empty: the bounds above,
+        /// other, each as an equal range (`k IN (…)` on the index), each
+        /// listed once: rows come in this order, not the index's. Empty: the bounds above,
         /// which always hold every point, so a reader that ignores the
         /// points still finds every row.
         points: Vec<Vec<Value>>,
@@ -2326,10 +2326,18 @@ fn flip(op: CmpOp) -> CmpOp {
     }
 }
 
+/// Whether a constant in `e` warns as it is read (`Func::WarnOnce`: at
+/// the first row compared, as MariaDB's).
+pub(crate) fn warns_when_read(e: &Expr) -> bool {
+    let mut warns = false;
+    e.each(&mut |x| warns |= matches!(x, Expr::Func(super::expr::Func::WarnOnce, _)));
+    warns
+}
+
 /// Whether the data nodes' filter of `cond` ([`access`]'s) says of every
 /// row what `cond` says: each conjunct (but the constant ones, which
-/// [`access`] decides) a comparison or BETWEEN of an integer column with
-/// constants that convert to it exactly. Integers compare the same there
+/// [`access`] decides) a comparison, BETWEEN or IN list of an integer
+/// column with constants that convert to it exactly. Integers compare the same there
 /// and here, NULL included (unknown fails both); text (collations, PAD
 /// SPACE), decimals, floats, times and LIKE are left to the SQL node's own
 /// test, which then runs on every row as before.
@@ -2352,9 +2360,7 @@ pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) 
         }
         // A constant whose reading warns at the first row compared: the
         // rows the data nodes pass are compared here, and warn then.
-        let mut warns = false;
-        c.each(&mut |x| warns |= matches!(x, Expr::Func(super::expr::Func::WarnOnce, _)));
-        if warns {
+        if warns_when_read(c) {
             return Ok(false);
         }
         let exact = match c {

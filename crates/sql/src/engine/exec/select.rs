@@ -3403,16 +3403,11 @@ fn groups_in_order(
         return Ok(None);
     };
     let stop_after = limit.saturating_add(p.offset);
-    let simple = p.join.is_none()
-        && p.rows.is_none()
-        && p.late.is_none()
-        && p.laterals.is_empty()
+    let simple = reads_its_table_alone(p)
         && !p.group.is_empty()
         && p.having.is_none()
         && !p.rollup
-        && p.windows.is_empty()
         && !p.distinct
-        && p.lock.is_none()
         && stop_after <= GROUPS_IN_ORDER_MAX
         && tx.pending_ops() == 0;
     if !simple {
@@ -3575,15 +3570,7 @@ fn min_max_reads(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<Vec<MinMaxR
     let Some(table) = &p.table else {
         return Ok(None);
     };
-    let simple = p.join.is_none()
-        && p.rows.is_none()
-        && p.group.is_empty()
-        && !p.aggs.is_empty()
-        && p.windows.is_empty()
-        && p.late.is_none()
-        && p.laterals.is_empty()
-        && p.lock.is_none()
-        && !p.rollup;
+    let simple = reads_its_table_alone(p) && p.group.is_empty() && !p.aggs.is_empty() && !p.rollup;
     if !simple {
         return Ok(None);
     }
@@ -3716,6 +3703,18 @@ fn min_max_candidates(
     Ok(Some(found))
 }
 
+/// Whether `p` reads one table of the cluster by itself, as the reads that
+/// stand in for its rows (MIN/MAX, distinct, counting, groups in order)
+/// need: no join, rows of its own, late or LATERAL part, window or lock.
+fn reads_its_table_alone(p: &Planned) -> bool {
+    p.join.is_none()
+        && p.rows.is_none()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && p.windows.is_empty()
+        && p.lock.is_none()
+}
+
 /// What planning has warned so far, the statement's warnings and its
 /// once-only range warnings (`Env::range_warned`): [`drop_planned`] takes
 /// back a tried plan's.
@@ -3739,15 +3738,10 @@ fn count_read(tx_pending: usize, p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Op
     let Some(table) = &p.table else {
         return Ok(None);
     };
-    let simple = p.join.is_none()
-        && p.rows.is_none()
+    let simple = reads_its_table_alone(p)
         && p.cond.is_some()
-        && p.late.is_none()
-        && p.laterals.is_empty()
         && p.group.is_empty()
         && !p.rollup
-        && p.windows.is_empty()
-        && p.lock.is_none()
         && !p.aggs.is_empty()
         && tx_pending == 0
         && !assigns_user_vars(p);
@@ -3774,11 +3768,7 @@ fn count_read(tx_pending: usize, p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Op
     // A constant whose reading warns (`k >= '1999-06-01'` of an INT k):
     // its warnings come as the rows are read (MariaDB's, at the first
     // row compared or from its range optimizer): read as before.
-    let mut warns = false;
-    if let Some(c) = &p.cond {
-        c.each(&mut |x| warns |= matches!(x, Expr::Func(expr::Func::WarnOnce, _)));
-    }
-    if warns {
+    if p.cond.as_ref().is_some_and(plan::warns_when_read) {
         return Ok(None);
     }
     let warned = plan_mark(ctx);
@@ -3794,26 +3784,23 @@ fn count_read(tx_pending: usize, p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Op
         Access::Scan => true,
         // Points (an IN list) are ranges of their own: counted apart, so
         // they must not overlap, as values a collation deems equal ('a'
-        // and 'A') or the same value twice would.
+        // and 'A') would (the planner lists a value once).
         Access::Range {
             points, columns, ..
         } => {
-            let collated = || {
-                let width = points.first().map_or(0, Vec::len);
-                columns
+            debug_assert!(
+                points
+                    .iter()
+                    .enumerate()
+                    .all(|(i, p)| !points[..i].contains(p)),
+                "the planner lists each point once"
+            );
+            let width = points.first().map_or(0, Vec::len);
+            points.is_empty()
+                || !columns
                     .iter()
                     .take(width)
                     .any(|c| table.columns[*c].ty.collation().is_some())
-            };
-            let repeated = || {
-                let mut seen: Vec<&Vec<schema::Value>> = Vec::with_capacity(points.len());
-                points.iter().any(|p| {
-                    let again = seen.contains(&p);
-                    seen.push(p);
-                    again
-                })
-            };
-            points.is_empty() || !(collated() || repeated())
         }
         // Keys, or nothing: read as planned.
         _ => false,
@@ -3895,14 +3882,7 @@ fn distinct_read(
     let Some(table) = &p.table else {
         return Ok(None);
     };
-    let simple = p.join.is_none()
-        && p.rows.is_none()
-        && p.late.is_none()
-        && p.laterals.is_empty()
-        && p.windows.is_empty()
-        && p.lock.is_none()
-        && tx_pending == 0
-        && !assigns_user_vars(p);
+    let simple = reads_its_table_alone(p) && tx_pending == 0 && !assigns_user_vars(p);
     // Every aggregate ignores repeated values.
     let ignore_repeats = p.aggs.iter().all(|a| {
         a.distinct
