@@ -119,6 +119,7 @@ pub use kernel::thread_config::SpinMethod;
 pub use link::SEND_BUFFER_MAX_BYTES;
 pub use pool::ClusterPool;
 pub use proto::error as codes;
+pub use proto::scan::AggregateFn;
 pub use proto::{CmpOp, Filter};
 pub use pushed::{JoinedRow, PushedChild, PushedIter, PushedKey};
 pub use scan::{close_scans, ScanIter, ScanOptions, TableStats, SCAN_BATCH_ROWS_DEFAULT};

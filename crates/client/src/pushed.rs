@@ -115,6 +115,8 @@ impl<'s> Transaction<'s> {
             partitions: Vec::new(),
             distinct_prefix: 0,
             count: false,
+            aggregates: Vec::new(),
+            group_by: Vec::new(),
         };
         let mut nodes = Vec::with_capacity(children.len());
         for (k, c) in children.iter().enumerate() {

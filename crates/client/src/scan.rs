@@ -101,6 +101,14 @@ pub struct ScanOptions<'a> {
     /// of rows that passed the range and filter since the last (their sum
     /// is the count), not the rows. Without locks or a projection.
     pub count: bool,
+    /// An aggregating scan (with `count`, `proto::scan`): these
+    /// aggregates of the rows that passed (function, column name), per
+    /// group of `group_by`'s values; each row the rows counted, the group
+    /// values, then the aggregates' values, of the rows that passed since
+    /// the partition's last batch (the caller merges them).
+    pub aggregates: Vec<(proto::scan::AggregateFn, &'a str)>,
+    /// An aggregating scan's group columns (names).
+    pub group_by: Vec<&'a str>,
 }
 
 /// A table's size as its fragments know it ([`Transaction::table_stats`]).
@@ -222,6 +230,21 @@ impl<'s> Transaction<'s> {
                 .collect::<Result<_>>()?,
             None => Vec::new(),
         };
+        let aggregates: Vec<proto::scan::ScanAggregate> = options
+            .aggregates
+            .iter()
+            .map(|(func, name)| {
+                Ok(proto::scan::ScanAggregate {
+                    func: *func,
+                    column: table.require_column(name)? as u16,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let group_by: Vec<u16> = options
+            .group_by
+            .iter()
+            .map(|n| Ok(table.require_column(n)? as u16))
+            .collect::<Result<_>>()?;
         let mut scratch = Vec::new();
         let mut partition = match &options.partition_key {
             Some(key) => table.partition_of_key(key, &mut scratch)?,
@@ -311,6 +334,8 @@ impl<'s> Transaction<'s> {
             partitions,
             distinct_prefix: options.distinct_prefix,
             count: options.count,
+            aggregates,
+            group_by,
         };
         spec.check(def)?;
         if lock != LockMode::Committed {
@@ -319,7 +344,8 @@ impl<'s> Transaction<'s> {
         let columns: Arc<[usize]> = if stats_scan {
             (0..proto::scan::STATS_ROW_COLUMNS).collect()
         } else if options.count {
-            (0..proto::scan::COUNT_ROW_COLUMNS).collect()
+            (0..proto::scan::COUNT_ROW_COLUMNS + spec.group_by.len() + spec.aggregates.len())
+                .collect()
         } else if projection.is_empty() {
             (0..table.columns().len()).collect()
         } else {

@@ -926,6 +926,282 @@ fn counting_scans(session: &Session) {
     session.drop_table("counted").expect("drop counted");
 }
 
+/// Rows of the aggregating scans' table.
+const AGGREGATED_ROWS: i64 = 6_000;
+
+/// Per group key (its values' Debug form): the rows counted and each
+/// aggregate's partial values.
+type MergedGroups = BTreeMap<String, (u64, Vec<Vec<Value>>)>;
+
+/// An aggregating scan's rows merged: per group key (the group values)
+/// the rows counted and each aggregate's partials, as a reader merges
+/// them; and how many rows came.
+fn merged_aggregates(
+    tx: &skarv_client::Transaction<'_>,
+    table: &std::sync::Arc<skarv_client::Table>,
+    options: ScanOptions<'_>,
+) -> (MergedGroups, usize) {
+    let groups = options.group_by.len();
+    let mut merged = MergedGroups::new();
+    let mut rows = 0;
+    for r in tx
+        .scan(
+            table,
+            ScanOptions {
+                count: true,
+                ..options
+            },
+        )
+        .expect("scan")
+    {
+        let r = r.expect("row");
+        rows += 1;
+        let values = r.values();
+        let Some(Value::UInt(n)) = values.first() else {
+            panic!("an aggregate row starts with its count: {values:?}");
+        };
+        let key = format!("{:?}", &values[1..1 + groups]);
+        let entry = merged.entry(key).or_default();
+        entry.0 += n;
+        let partials = &values[1 + groups..];
+        entry.1.resize(partials.len(), Vec::new());
+        for (kept, v) in entry.1.iter_mut().zip(partials) {
+            kept.push(v.clone());
+        }
+    }
+    (merged, rows)
+}
+
+/// The exact sum of partial sums (`Decimal`s; NULL for none), as a
+/// scaled integer.
+fn sum_of(partials: &[Value], scale: u8) -> Option<i128> {
+    let mut sum = None;
+    for v in partials {
+        match v {
+            Value::Null => {}
+            Value::Decimal(d) => {
+                *sum.get_or_insert(0) += d.to_scaled(scale).expect("scaled");
+            }
+            other => panic!("a partial sum is {other:?}"),
+        }
+    }
+    sum
+}
+
+/// An aggregating scan returns, per group of the rows that pass, their
+/// count and each aggregate of them; the reader merges the partitions'
+/// and batches' partial rows into the true values: sums exact (DECIMAL
+/// and integers, NULLs skipped), least and greatest values of the
+/// column's kind, groups of equal bytes; a batch holds at most
+/// `batch_rows` groups; refused on a text column's sum and outside a
+/// counting scan.
+fn aggregating_scans(session: &Session) {
+    let def = TableDef::new(
+        "aggregated",
+        0,
+        vec![
+            Column::new("id", ColumnType::BigInt { unsigned: false }),
+            Column::new("g", ColumnType::Int { unsigned: true }),
+            Column::new(
+                "amount",
+                ColumnType::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+            ),
+            Column::new("n", ColumnType::BigInt { unsigned: false }).nullable(),
+            Column::new(
+                "tag",
+                ColumnType::VarChar {
+                    max: 8,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+            ),
+        ],
+    )
+    .primary_key(vec![0])
+    .partitions(2);
+    session.create_table(&def).expect("create aggregated");
+    let table = session.table("aggregated").expect("table");
+    // amount: id * 1.25 negated for odd ids; n: NULL for every third id,
+    // else id - 3000; tag 'a' or 'A' (one value under the collation).
+    let amount = |id: i64| if id % 2 == 1 { -id * 125 } else { id * 125 };
+    let n = |id: i64| (id % 3 != 0).then_some(id - 3_000);
+    for first in (0..AGGREGATED_ROWS).step_by(1_000) {
+        let tx = session.begin().expect("begin");
+        for id in first..first + 1_000 {
+            let decimal =
+                skarv_client::schema_types::Decimal::from_scaled(i128::from(amount(id)), 2)
+                    .expect("decimal");
+            tx.insert(
+                &table,
+                &[
+                    ("id", int(id)),
+                    ("g", Value::UInt((id % 5) as u64)),
+                    ("amount", Value::Decimal(decimal)),
+                    ("n", n(id).map_or(Value::Null, int)),
+                    (
+                        "tag",
+                        Value::String(if id % 4 == 0 { "A" } else { "a" }.into()),
+                    ),
+                ],
+            )
+            .expect("insert");
+        }
+        tx.execute(ExecMode::Commit).expect("commit");
+    }
+    use skarv_client::AggregateFn::{Count, Max, Min, Sum};
+    let aggregates = vec![
+        (Sum, "amount"),
+        (Min, "amount"),
+        (Max, "amount"),
+        (Count, "n"),
+        (Sum, "n"),
+        (Min, "n"),
+        (Max, "g"),
+    ];
+    let tx = session.begin().expect("begin");
+    // Ungrouped, in small batches: many partial rows.
+    let (merged, rows) = merged_aggregates(
+        &tx,
+        &table,
+        ScanOptions {
+            aggregates: aggregates.clone(),
+            ..ScanOptions::default()
+        },
+    );
+    assert!(rows >= 2, "{rows} rows from 2 partitions");
+    let (counted, partials) = merged.get("[]").expect("the one group");
+    let ids = || 0..AGGREGATED_ROWS;
+    assert_eq!(*counted, AGGREGATED_ROWS as u64);
+    let expect = |of: &dyn Fn(i64) -> bool| {
+        let amounts: Vec<i128> = ids()
+            .filter(|i| of(*i))
+            .map(|i| i128::from(amount(i)))
+            .collect();
+        let ns: Vec<i64> = ids().filter(|i| of(*i)).filter_map(n).collect();
+        (amounts, ns)
+    };
+    let check = |partials: &[Vec<Value>], amounts: &[i128], ns: &[i64], what: &str| {
+        assert_eq!(
+            sum_of(&partials[0], 2),
+            Some(amounts.iter().sum()),
+            "{what}: SUM(amount)"
+        );
+        let least = partials[1]
+            .iter()
+            .filter_map(|v| match v {
+                Value::Decimal(d) => d.to_scaled(2),
+                _ => None,
+            })
+            .min();
+        assert_eq!(least, amounts.iter().copied().min(), "{what}: MIN(amount)");
+        let greatest = partials[2]
+            .iter()
+            .filter_map(|v| match v {
+                Value::Decimal(d) => d.to_scaled(2),
+                _ => None,
+            })
+            .max();
+        assert_eq!(
+            greatest,
+            amounts.iter().copied().max(),
+            "{what}: MAX(amount)"
+        );
+        let count: u64 = partials[3]
+            .iter()
+            .map(|v| match v {
+                Value::UInt(c) => *c,
+                other => panic!("{what}: a partial count is {other:?}"),
+            })
+            .sum();
+        assert_eq!(count, ns.len() as u64, "{what}: COUNT(n) skips NULLs");
+        let expected = (!ns.is_empty()).then(|| ns.iter().map(|x| i128::from(*x)).sum());
+        assert_eq!(sum_of(&partials[4], 0), expected, "{what}: SUM(n)");
+        let least = partials[5]
+            .iter()
+            .filter_map(|v| match v {
+                Value::Int(x) => Some(*x),
+                Value::Null => None,
+                other => panic!("{what}: MIN of a BIGINT is {other:?}"),
+            })
+            .min();
+        assert_eq!(least, ns.iter().copied().min(), "{what}: MIN(n)");
+        assert!(
+            partials[6].iter().all(|v| matches!(v, Value::UInt(_))),
+            "{what}: MAX of an INT UNSIGNED is unsigned"
+        );
+    };
+    let (amounts, ns) = expect(&|_| true);
+    check(partials, &amounts, &ns, "ungrouped");
+    // Grouped by g, at most 2 groups a batch: 5 groups need several.
+    let (merged, rows) = merged_aggregates(
+        &tx,
+        &table,
+        ScanOptions {
+            aggregates: aggregates.clone(),
+            group_by: vec!["g"],
+            batch_rows: 2,
+            ..ScanOptions::default()
+        },
+    );
+    assert_eq!(merged.len(), 5, "{:?}", merged.keys());
+    // Rows of the 5 groups come mixed: a batch ends at the first row of a
+    // third group, every few rows.
+    assert!(rows >= 100, "{rows} rows: batches of 2 groups at most");
+    for g in 0..5 {
+        let (counted, partials) = merged
+            .get(&format!("{:?}", [Value::UInt(g)]))
+            .expect("group");
+        let (amounts, ns) = expect(&|i| i % 5 == g as i64);
+        assert_eq!(*counted, amounts.len() as u64);
+        check(partials, &amounts, &ns, &format!("g = {g}"));
+    }
+    // Grouped by a case-blind text: 'a' and 'A' are two groups here.
+    let filter = Some(Filter::Cmp {
+        column: 1,
+        op: CmpOp::Eq,
+        value: Value::UInt(2),
+    });
+    let (merged, _) = merged_aggregates(
+        &tx,
+        &table,
+        ScanOptions {
+            aggregates: vec![(Sum, "amount")],
+            group_by: vec!["tag", "g"],
+            filter,
+            ..ScanOptions::default()
+        },
+    );
+    let keys: Vec<&String> = merged.keys().collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let upper = ids().filter(|i| i % 5 == 2 && i % 4 == 0).count() as u64;
+    let upper_key = format!("{:?}", [Value::String("A".into()), Value::UInt(2)]);
+    assert_eq!(merged.get(&upper_key).map(|g| g.0), Some(upper), "{keys:?}");
+    for (refused, says) in [
+        (
+            ScanOptions {
+                count: true,
+                aggregates: vec![(Sum, "tag")],
+                ..ScanOptions::default()
+            },
+            "only integers",
+        ),
+        (
+            ScanOptions {
+                aggregates: vec![(Sum, "amount")],
+                ..ScanOptions::default()
+            },
+            "counting scan",
+        ),
+    ] {
+        let message = tx.scan(&table, refused).err().expect("refused").to_string();
+        assert!(message.contains(says), "{message}");
+    }
+    tx.execute(ExecMode::Commit).expect("commit");
+    session.drop_table("aggregated").expect("drop aggregated");
+}
+
 #[test]
 fn the_client_against_a_sandbox() {
     let sandbox = Sandbox::start("client-sandbox", 1, 1, 23000);
@@ -954,6 +1230,7 @@ fn the_client_against_a_sandbox() {
     partition_lists_and_statistics(&session);
     distinct_scans(&session);
     counting_scans(&session);
+    aggregating_scans(&session);
     session.drop_table("accounts").expect("drop");
     assert_eq!(
         session.table("accounts").expect_err("dropped").code,

@@ -974,6 +974,8 @@ fn scans_filter_project_batch_and_lock() {
         partitions: Vec::new(),
         distinct_prefix: 0,
         count: false,
+        aggregates: Vec::new(),
+        group_by: Vec::new(),
     };
     let expected: BTreeMap<i64, String> = model
         .iter()

@@ -360,6 +360,8 @@ mod tests {
                 partitions: Vec::new(),
                 distinct_prefix: 0,
                 count: false,
+                aggregates: Vec::new(),
+                group_by: Vec::new(),
             },
             children: vec![QueryChild {
                 parent: 0,

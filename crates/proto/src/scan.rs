@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! "SS"          magic, 2 bytes
-//! u8            format version (SCAN_SPEC_FORMAT_VERSION = 3)
+//! u8            format version (SCAN_SPEC_FORMAT_VERSION = 4)
 //! u32 table_id, u32 table_version, u32 index_id, u32 partition, u32 batch_rows
 //! u8            lock: bits 0-3 the mode (0 committed read, 1 shared, 2 exclusive),
 //!               bits 4-7 what a locking scan does about a row another transaction
@@ -27,7 +27,8 @@
 //! u8            distinct prefix: 0, or n (an ordered index scan without locks):
 //!               of the rows equal in the index's first n columns only the
 //!               first is returned
-//! u8            more flags: bit 0 counting (other bits 0)
+//! u8            more flags: bit 0 counting, bit 1 aggregates present, bit 2
+//!               group columns present (other bits 0)
 //! lower bound   if present: u8 inclusive (0/1), u16 n, n values (crate::value)
 //! upper bound   if present: the same
 //! more ranges   if present: u16 n (1..=SCAN_RANGES_MAX - 1), then per range u8 flags
@@ -35,6 +36,9 @@
 //! u16 n, n × u16  projection column positions (none = every column)
 //! filter        if present: its encoding (crate::filter)
 //! partitions    if present: u16 n, n × u32 (the partitions to scan, ascending)
+//! aggregates    if present: u16 n (1..=SCAN_AGGREGATES_MAX), n × (u8 function:
+//!               0 count, 1 sum, 2 min, 3 max; u16 column position)
+//! group columns if present: u16 n (1..=SCAN_GROUP_COLUMNS_MAX), n × u16
 //! ```
 //!
 //! A *distinct* scan (`distinct_prefix` n > 0: MariaDB's loose index
@@ -56,6 +60,22 @@
 //! `SCAN_ROWS_EXAMINED_MAX` rows examined, as any scan's). The reader
 //! adds them up. Without locks, key info, statistics, a projection or a
 //! distinct prefix.
+//!
+//! An *aggregating* scan is a counting scan with [`ScanSpec::aggregates`]
+//! or [`ScanSpec::group_by`] (NDB's pushed aggregation, as RonDB has it:
+//! `SELECT status, COUNT(*), SUM(amount) … GROUP BY status`): each batch
+//! holds one row per group of the rows that passed since the last batch
+//! (the one row of no group columns, or none for no row when grouped):
+//! the rows counted (`BigInt` unsigned), the group columns' values, then
+//! per aggregate its value over the group's rows: `Count` the values not
+//! NULL (unsigned), `Sum` their exact sum as a `Decimal` of the column's
+//! scale, `Min` and `Max` a value of the column's own kind; NULL where no
+//! value was. Groups are of equal *values* (the bytes: 'a' and 'A' are
+//! two groups under any collation; the reader merges what its collation
+//! deems one group). Sum, Min and Max take numeric columns whose sums
+//! cannot overflow a batch: integers, and DECIMALs of at most
+//! [`SCAN_SUM_DECIMAL_DIGITS_MAX`] digits. A batch holds at most
+//! `batch_rows` groups: a row of one group more ends it.
 //!
 //! A *statistics* scan (NDB's table statistics: a scan reading the
 //! pseudo-columns `ROW_COUNT` and `FRAGMENT_MEMORY` of every fragment)
@@ -90,7 +110,7 @@ use crate::NO_PARTITION;
 
 /// The two bytes a scan spec starts with.
 pub const SCAN_SPEC_MAGIC: [u8; 2] = *b"SS";
-pub const SCAN_SPEC_FORMAT_VERSION: u8 = 3;
+pub const SCAN_SPEC_FORMAT_VERSION: u8 = 4;
 /// The two bytes a row batch starts with.
 pub const ROW_BATCH_MAGIC: [u8; 2] = *b"RW";
 pub const ROW_BATCH_FORMAT_VERSION: u8 = 2;
@@ -109,6 +129,8 @@ const FLAG_STATS: u8 = 32;
 const FLAG_PARTITIONS: u8 = 64;
 const FLAG_MORE_RANGES: u8 = 128;
 const MORE_FLAG_COUNT: u8 = 1;
+const MORE_FLAG_AGGREGATES: u8 = 2;
+const MORE_FLAG_GROUP_BY: u8 = 4;
 const RANGE_FLAG_LOWER: u8 = 1;
 const RANGE_FLAG_UPPER: u8 = 2;
 /// Most ranges one scan covers (the first and the more).
@@ -119,6 +141,56 @@ pub const COUNT_ROW_COLUMNS: usize = 1;
 pub const STATS_ROW_COLUMNS: usize = 3;
 /// Most partitions one scan's partition list names.
 pub const SCAN_PARTITIONS_MAX: usize = 1_024;
+/// Most aggregates one aggregating scan computes.
+pub const SCAN_AGGREGATES_MAX: usize = 64;
+/// Most columns an aggregating scan groups by.
+pub const SCAN_GROUP_COLUMNS_MAX: usize = 16;
+/// Digits of the widest DECIMAL column an aggregating scan sums, takes
+/// the least or the greatest of: a batch examines at most 16,384 rows,
+/// and 16,384 × 10^30 is far inside the i128 the data node sums in.
+pub const SCAN_SUM_DECIMAL_DIGITS_MAX: u8 = 30;
+
+/// What an aggregating scan computes of a column (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AggregateFn {
+    /// The values not NULL.
+    Count = 0,
+    /// The exact sum of the values not NULL.
+    Sum = 1,
+    Min = 2,
+    Max = 3,
+}
+
+impl AggregateFn {
+    pub fn from_u8(b: u8) -> Option<AggregateFn> {
+        Some(match b {
+            0 => AggregateFn::Count,
+            1 => AggregateFn::Sum,
+            2 => AggregateFn::Min,
+            3 => AggregateFn::Max,
+            _ => return None,
+        })
+    }
+}
+
+/// One aggregate of an aggregating scan: a function of a column (its
+/// position in the table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanAggregate {
+    pub func: AggregateFn,
+    pub column: u16,
+}
+
+/// Whether an aggregating scan can sum, or take the least or greatest of,
+/// a column of type `ty`: an integer, or a DECIMAL of at most
+/// [`SCAN_SUM_DECIMAL_DIGITS_MAX`] digits.
+pub fn aggregates_numerically(ty: &schema::ColumnType) -> bool {
+    match *ty {
+        schema::ColumnType::Decimal { precision, .. } => precision <= SCAN_SUM_DECIMAL_DIGITS_MAX,
+        ref other => other.integer_code() != 0,
+    }
+}
 const ROW_BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
 const ROW_COUNT_OFFSET: usize = 3;
 
@@ -176,6 +248,11 @@ pub struct ScanSpec {
     /// A counting scan (see the module doc): each batch one row, the
     /// number of rows that passed, not the rows.
     pub count: bool,
+    /// An aggregating scan (a counting one, see the module doc): these
+    /// aggregates of the rows that passed, per group.
+    pub aggregates: Vec<ScanAggregate>,
+    /// An aggregating scan's group columns (positions in the table).
+    pub group_by: Vec<u16>,
 }
 
 impl ScanSpec {
@@ -206,7 +283,9 @@ impl ScanSpec {
             self.lock as u8 | (self.lock_wait as u8) << 4,
             flags,
             self.distinct_prefix,
-            flag(self.count, MORE_FLAG_COUNT),
+            flag(self.count, MORE_FLAG_COUNT)
+                | flag(!self.aggregates.is_empty(), MORE_FLAG_AGGREGATES)
+                | flag(!self.group_by.is_empty(), MORE_FLAG_GROUP_BY),
         ]);
         for bound in [&self.lower, &self.upper].into_iter().flatten() {
             put_bound(out, bound);
@@ -237,6 +316,21 @@ impl ScanSpec {
             out.extend_from_slice(&n.to_le_bytes());
             for p in &self.partitions {
                 out.extend_from_slice(&p.to_le_bytes());
+            }
+        }
+        if !self.aggregates.is_empty() {
+            let n = u16::try_from(self.aggregates.len()).expect("at most 65,535 aggregates");
+            out.extend_from_slice(&n.to_le_bytes());
+            for a in &self.aggregates {
+                out.push(a.func as u8);
+                out.extend_from_slice(&a.column.to_le_bytes());
+            }
+        }
+        if !self.group_by.is_empty() {
+            let n = u16::try_from(self.group_by.len()).expect("at most 65,535 group columns");
+            out.extend_from_slice(&n.to_le_bytes());
+            for c in &self.group_by {
+                out.extend_from_slice(&c.to_le_bytes());
             }
         }
     }
@@ -272,7 +366,7 @@ impl ScanSpec {
         // Format 3: a second byte of flags.
         let at = r.position();
         let more_flags = r.u8()?;
-        if more_flags & !MORE_FLAG_COUNT != 0 {
+        if more_flags & !(MORE_FLAG_COUNT | MORE_FLAG_AGGREGATES | MORE_FLAG_GROUP_BY) != 0 {
             return Err(r.bad_field(at, "scan spec more flags", u64::from(more_flags)));
         }
         let lower = if flags & FLAG_LOWER != 0 {
@@ -332,6 +426,36 @@ impl ScanSpec {
         } else {
             Vec::new()
         };
+        let mut aggregates = Vec::new();
+        if more_flags & MORE_FLAG_AGGREGATES != 0 {
+            let at = r.position();
+            let n = usize::from(r.u16()?);
+            if n == 0 || n > SCAN_AGGREGATES_MAX {
+                return Err(r.bad_field(at, "scan aggregates", n as u64));
+            }
+            aggregates.reserve(n);
+            for _ in 0..n {
+                let at = r.position();
+                let b = r.u8()?;
+                let func = AggregateFn::from_u8(b)
+                    .ok_or_else(|| r.bad_field(at, "scan aggregate function", u64::from(b)))?;
+                let column = r.u16()?;
+                aggregates.push(ScanAggregate { func, column });
+            }
+        }
+        let mut group_by = Vec::new();
+        if more_flags & MORE_FLAG_GROUP_BY != 0 {
+            let at = r.position();
+            let n = usize::from(r.u16()?);
+            if n == 0 || n > SCAN_GROUP_COLUMNS_MAX {
+                return Err(r.bad_field(at, "scan group columns", n as u64));
+            }
+            group_by = r
+                .bytes(2 * n)?
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
+        }
         r.finish()?;
         Ok(ScanSpec {
             table_id,
@@ -352,6 +476,8 @@ impl ScanSpec {
             partitions,
             distinct_prefix,
             count: more_flags & MORE_FLAG_COUNT != 0,
+            aggregates,
+            group_by,
         })
     }
 
@@ -420,6 +546,40 @@ impl ScanSpec {
                  or a distinct prefix"
                     .into(),
             ));
+        }
+        if (!self.aggregates.is_empty() || !self.group_by.is_empty()) && !self.count {
+            return Err(bad(
+                "aggregates and group columns belong to a counting scan".into(),
+            ));
+        }
+        if self.aggregates.len() > SCAN_AGGREGATES_MAX
+            || self.group_by.len() > SCAN_GROUP_COLUMNS_MAX
+        {
+            return Err(bad(format!(
+                "an aggregating scan of {} aggregates and {} group columns: at most \
+                 {SCAN_AGGREGATES_MAX} and {SCAN_GROUP_COLUMNS_MAX}",
+                self.aggregates.len(),
+                self.group_by.len()
+            )));
+        }
+        for a in &self.aggregates {
+            let column = column_at(table, "an aggregate", a.column)?;
+            if a.func != AggregateFn::Count && !aggregates_numerically(&column.ty) {
+                return Err(bad(format!(
+                    "a scan's {:?} of column `{}` of type {:?}: only integers and DECIMALs \
+                     of at most {SCAN_SUM_DECIMAL_DIGITS_MAX} digits",
+                    a.func, column.name, column.ty
+                )));
+            }
+        }
+        for &c in &self.group_by {
+            let column = column_at(table, "the group columns", c)?;
+            if column.ty.is_blob() {
+                return Err(bad(format!(
+                    "a scan grouped by BLOB/TEXT column `{}`",
+                    column.name
+                )));
+            }
         }
         if self.index_id == NO_INDEX {
             if self.lower.is_some()

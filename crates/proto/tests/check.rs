@@ -495,6 +495,8 @@ fn scan() -> ScanSpec {
         partitions: Vec::new(),
         distinct_prefix: 0,
         count: false,
+        aggregates: Vec::new(),
+        group_by: Vec::new(),
     }
 }
 
@@ -539,6 +541,54 @@ fn scans_are_checked() {
     ] {
         let e = refused.check(&t).unwrap_err();
         assert!(e.to_string().contains("counting scan"), "{e}");
+    }
+    // An aggregating scan: numeric sums, any column counted, grouped by
+    // columns that are not BLOB/TEXT.
+    use proto::scan::{AggregateFn, ScanAggregate};
+    let agg = |func, column| ScanAggregate { func, column };
+    let aggregating = ScanSpec {
+        aggregates: vec![
+            agg(AggregateFn::Sum, 2),
+            agg(AggregateFn::Min, 0),
+            agg(AggregateFn::Max, 2),
+            agg(AggregateFn::Count, 5),
+        ],
+        group_by: vec![1, 3],
+        ..counting.clone()
+    };
+    aggregating.check(&t).unwrap();
+    for (refused, says) in [
+        (
+            ScanSpec {
+                count: false,
+                ..aggregating.clone()
+            },
+            "belong to a counting scan",
+        ),
+        (
+            ScanSpec {
+                aggregates: vec![agg(AggregateFn::Sum, 1)],
+                ..aggregating.clone()
+            },
+            "only integers and DECIMALs",
+        ),
+        (
+            ScanSpec {
+                group_by: vec![5],
+                ..aggregating.clone()
+            },
+            "grouped by BLOB/TEXT column `body`",
+        ),
+        (
+            ScanSpec {
+                aggregates: vec![agg(AggregateFn::Count, 40)],
+                ..aggregating.clone()
+            },
+            "accounts",
+        ),
+    ] {
+        let e = refused.check(&t).unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
     }
     let cases: Vec<(ScanSpec, u32, &[&str])> = vec![
         (

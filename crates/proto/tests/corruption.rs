@@ -198,6 +198,11 @@ proptest! {
             partitions: Vec::new(),
             distinct_prefix: 1,
             count: true,
+            aggregates: vec![proto::scan::ScanAggregate {
+                func: proto::scan::AggregateFn::Sum,
+                column: 2,
+            }],
+            group_by: vec![1, 0],
         };
         let bytes = spec.to_bytes();
         for len in 0..bytes.len() {
@@ -230,7 +235,12 @@ proptest! {
             stats: false,
             partitions: Vec::new(),
             distinct_prefix: 0,
-            count: false,
+            count: true,
+            aggregates: vec![proto::scan::ScanAggregate {
+                func: proto::scan::AggregateFn::Max,
+                column: 0,
+            }],
+            group_by: vec![2],
         };
         let buffers = [write_ops(&ops), results_bytes(&values), rows_bytes(&values), filter.to_bytes(), spec.to_bytes()];
         for (kind, original) in buffers.iter().enumerate() {

@@ -190,6 +190,10 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
             any::<bool>(),
             proptest::sample::select(proto::LockWait::ALL.to_vec()),
             (any::<u8>(), any::<bool>()),
+            (
+                proptest::collection::vec((0u8..4, any::<u16>()), 0..4),
+                proptest::collection::vec(any::<u16>(), 0..3),
+            ),
         ),
     )
         .prop_map(
@@ -206,7 +210,15 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                     key_info,
                     lock_wait,
                     (distinct_prefix, count),
+                    (aggregates, group_by),
                 ) = rest;
+                let aggregates = aggregates
+                    .into_iter()
+                    .map(|(f, column)| proto::scan::ScanAggregate {
+                        func: proto::scan::AggregateFn::from_u8(f).expect("0..4"),
+                        column,
+                    })
+                    .collect();
                 // Only a locking scan says what it does about a held row.
                 let lock_wait = if lock == proto::LockMode::Committed {
                     proto::LockWait::Wait
@@ -232,6 +244,8 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                     partitions: Vec::new(),
                     distinct_prefix,
                     count,
+                    aggregates,
+                    group_by,
                 }
             },
         )

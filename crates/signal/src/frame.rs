@@ -59,8 +59,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// and `SKIP_LOCKED` and a scan spec's lock wait (`FOR UPDATE NOWAIT`,
 /// `SKIP LOCKED`), error `LOCK_BUSY`. 21: a scan spec's distinct prefix
 /// (scan spec format 2, a loose index scan). 22: a counting scan (scan
-/// spec format 3, its byte of more flags).
-pub const WIRE_VERSION: u8 = 22;
+/// spec format 3, its byte of more flags). 23: an aggregating scan (scan
+/// spec format 4: aggregates and group columns).
+pub const WIRE_VERSION: u8 = 23;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -64,6 +64,7 @@
 //! commit (restart). Everything else fails one operation with a
 //! `proto::error` code.
 
+mod aggregate;
 mod alter;
 mod backup;
 pub(crate) mod batches;

@@ -34,6 +34,7 @@ use storage::fragment::{
 use storage::locks::{Grant, OpId, TxId};
 use storage::ordered_index::Direction;
 
+use super::aggregate::{Groups, NotAdded};
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
 use super::op_id;
 use super::requests::fragment_code;
@@ -100,8 +101,9 @@ struct ScanRecord {
     distinct_run: usize,
     /// The rows of its next chunk (`DISTINCT_CHUNK_ROWS_MIN`).
     distinct_chunk: usize,
-    /// A counting scan: the rows that passed since its last batch.
-    counted: u64,
+    /// A counting or aggregating scan: the rows that passed since its
+    /// last batch, per group, with their aggregates.
+    groups: Groups,
 }
 
 /// An open scan as ndbinfo shows it (`Scans::open_scans`).
@@ -246,7 +248,7 @@ impl Scans {
         record.distinct_last = None;
         record.distinct_run = 0;
         record.distinct_chunk = DISTINCT_CHUNK_ROWS_MIN;
-        record.counted = 0;
+        record.groups.clear();
         self.by_key.insert(key, slot);
         slot
     }
@@ -578,15 +580,18 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             BatchEnd::Full => false,
             BatchEnd::Done => true,
         };
-        if record.spec.as_ref().is_some_and(|s| s.count) {
-            // A counting scan's batch: one row, the rows that passed.
+        if let (Some(spec), Some(table)) = (
+            record.spec.as_ref().filter(|s| s.count),
+            self.schema
+                .tables
+                .get(&record.spec.as_ref().map_or(0, |s| s.table_id)),
+        ) {
+            // A counting or aggregating scan's batch: a row per group of
+            // the rows that passed (the one of no group columns always).
             debug_assert!(record.rows.is_empty(), "a counting scan gathers no rows");
-            record.rows.begin_row();
-            let counted = std::mem::take(&mut record.counted);
-            record.rows.values(proto::scan::COUNT_ROW_COLUMNS, |out| {
-                proto::value::put_uint(out, counted);
-            });
-            record.rows.end_row(0);
+            record
+                .groups
+                .write(table, &spec.aggregates, &spec.group_by, &mut record.rows);
         }
         let mut next = 0;
         loop {
@@ -787,8 +792,33 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     }
                 };
                 if spec.count {
-                    // Counted, not returned (committed reads only).
-                    record.counted += 1;
+                    // Counted and aggregated, not returned (committed
+                    // reads only).
+                    let added = record.groups.add(
+                        table,
+                        &spec.aggregates,
+                        &spec.group_by,
+                        fragment.layout(),
+                        fixed,
+                        var,
+                        batch_rows,
+                    );
+                    match added {
+                        Ok(()) => {}
+                        // A group more than the batch holds: it goes
+                        // first, and the row is looked at again after.
+                        Err(NotAdded::Full) => return BatchEnd::Full,
+                        Err(NotAdded::Overflow { column }) => {
+                            let message = format!(
+                                "scan of table `{}`: the sum of column `{}` overflows",
+                                table.name, table.columns[column].name
+                            );
+                            return BatchEnd::Failed {
+                                code: error::BAD_VALUE,
+                                message,
+                            };
+                        }
+                    }
                     record.next_row += 1;
                     record.examined += 1;
                     continue;

@@ -267,5 +267,7 @@ pub fn full_scan_spec(table: &TableDef) -> proto::ScanSpec {
         partitions: Vec::new(),
         distinct_prefix: 0,
         count: false,
+        aggregates: Vec::new(),
+        group_by: Vec::new(),
     }
 }
