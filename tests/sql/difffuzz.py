@@ -345,6 +345,22 @@ class Gen:
             counts = rng.choice(["COUNT(*)", "COUNT(*), COUNT(1)", "COUNT(*) + 1",
                                  "COUNT(%s)" % self.col(scope, "int")])
             return "SELECT %s FROM %s%s" % (counts, source, where), True
+        if rng.random() < 0.1:
+            # Aggregates of plain integer and DECIMAL columns, grouped by
+            # columns or not (an aggregating scan where the data nodes
+            # test the whole WHERE).
+            nums = [c for c, kind in scope if kind in ("int", "dec")]
+            aggs = []
+            for _ in range(rng.randint(1, 4)):
+                fn = rng.choice(["COUNT(*)", "COUNT(%s)", "SUM(%s)", "MIN(%s)", "MAX(%s)",
+                                 "AVG(%s)"])
+                aggs.append(fn.replace("%s", rng.choice(nums)))
+            keys = [self.col(scope, rng.choice(["int", "text"]))
+                    for _ in range(rng.randint(0, 2))]
+            sql = "SELECT %s FROM %s%s" % (", ".join(keys + aggs), source, where)
+            if keys:
+                sql += " GROUP BY " + ", ".join(keys)
+            return sql, True
         if rng.random() < 0.3:
             # Grouped: by one or two expressions, with aggregates.
             keys = [self.col(scope, rng.choice(["int", "text"])) for _ in range(rng.randint(1, 2))]

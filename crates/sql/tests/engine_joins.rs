@@ -778,6 +778,35 @@ fn distinct_reads_step_over_repeats() {
             );
         }
     }
+    // Counts, sums, MIN and MAX of integer columns, grouped by columns or
+    // not, over a WHERE the data nodes test whole: an aggregating scan, a
+    // row per group, partition and batch instead of the rows; of an
+    // expression, the rows.
+    for (sql, expected, aggregated) in [
+        (
+            "SELECT COUNT(*), SUM(id), MIN(g), MAX(id) FROM d",
+            &["3000", "4498500", "0", "2999"][..],
+            true,
+        ),
+        (
+            "SELECT g, COUNT(*), SUM(id), AVG(id) FROM d WHERE id < 1000 GROUP BY g",
+            &["0", "100", "49500", "495.0000"][..],
+            true,
+        ),
+        ("SELECT COUNT(*) FROM d GROUP BY h", &["1500"][..], true),
+        ("SELECT SUM(id + 1) FROM d", &["4501500"][..], false),
+    ] {
+        let (rows, bytes) = read(&mut conn, sql);
+        assert_eq!(rows[0], expected, "{sql}");
+        if aggregated {
+            few(bytes, sql);
+        } else {
+            assert!(
+                bytes * 4 > whole_bytes / 10,
+                "{sql}: {bytes} of {whole_bytes}"
+            );
+        }
+    }
     // A transaction's own pending write is seen.
     q(&mut conn, "SET transaction_allow_batching = 1");
     q(&mut conn, "BEGIN");
@@ -786,6 +815,8 @@ fn distinct_reads_step_over_repeats() {
     assert_eq!(rows, one("11"));
     let (rows, _) = read(&mut conn, "SELECT COUNT(*) FROM d WHERE g >= 7");
     assert_eq!(rows, one("901"));
+    let (rows, _) = read(&mut conn, "SELECT g, SUM(id) FROM d WHERE g > 9 GROUP BY g");
+    assert_eq!(rows, [["42".to_string(), "5000".to_string()]]);
     q(&mut conn, "ROLLBACK");
     q(&mut conn, "SET transaction_allow_batching = 0");
 }

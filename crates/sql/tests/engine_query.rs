@@ -2221,6 +2221,15 @@ fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
         ),
         rows(&[&["30"], &["31"], &["32"]])
     );
+    // An aggregating scan too, grouped or not.
+    assert_eq!(
+        trips(
+            conn,
+            "SELECT k, COUNT(*), SUM(id) FROM t WHERE k >= 300 AND k < 330 GROUP BY k"
+        ),
+        0
+    );
+    assert_eq!(trips(conn, "SELECT MIN(id), SUM(k) FROM t"), 0);
     // A table scan (n has no index) too.
     assert_eq!(trips(conn, "SELECT id FROM t WHERE n = 1.5"), 0);
     assert_eq!(

@@ -655,7 +655,7 @@ fn fetch_kept<'c>(
     stop_after: Option<usize>,
     commit: Option<&mut bool>,
     columns: Option<&[&str]>,
-    shape: ScanShape,
+    shape: ScanShape<'_>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
     let mut out = Vec::new();
     let each = |row: Vec<Val>, key: Vec<Value>, _: &mut Ctx<'c>| -> SqlResult<bool> {
@@ -709,7 +709,7 @@ pub(crate) fn fetch_keyed(
 
 /// How [`fetch_each`] scans, beyond what it reads.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct ScanShape {
+pub(crate) struct ScanShape<'a> {
     /// Rows per batch from each partition; 0: the default.
     pub batch_rows: u32,
     /// Each row with its primary key, also without a lock.
@@ -725,6 +725,12 @@ pub(crate) struct ScanShape {
     /// where the filter is the whole condition (no recheck here) and the
     /// ranges cannot overlap.
     pub count: bool,
+    /// A counting scan's aggregates (`ScanOptions::aggregates`), per
+    /// group of `group_by` (native column names): each row comes to
+    /// `each` as the `Int` of its rows counted, with the rest of its
+    /// values (the group values, then the aggregates') as its key.
+    pub aggregates: &'a [(skarv_client::AggregateFn, &'a str)],
+    pub group_by: &'a [&'a str],
 }
 
 /// [`fetch`]'s rows handed to `each` as they come, none kept here (a
@@ -742,7 +748,7 @@ pub(crate) fn fetch_each<'c>(
     ctx: &mut Ctx<'c>,
     mut commit: Option<&mut bool>,
     columns: Option<&[&str]>,
-    shape: ScanShape,
+    shape: ScanShape<'_>,
     mut each: impl FnMut(Vec<Val>, Vec<Value>, &mut Ctx<'c>) -> SqlResult<bool>,
 ) -> SqlResult<()> {
     let native = &table.native;
@@ -849,6 +855,8 @@ pub(crate) fn fetch_each<'c>(
                 partition: shape.partition,
                 distinct_prefix: shape.distinct_prefix,
                 count: shape.count,
+                aggregates: shape.aggregates.to_vec(),
+                group_by: shape.group_by.to_vec(),
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.
@@ -910,7 +918,12 @@ pub(crate) fn fetch_each<'c>(
                                 ))
                             }
                         };
-                        if !keep(vec![Val::Int(n)], Vec::new(), ctx)? {
+                        let mut rest = Vec::new();
+                        if !shape.aggregates.is_empty() || !shape.group_by.is_empty() {
+                            rest = r.take_values();
+                            rest.remove(0);
+                        }
+                        if !keep(vec![Val::Int(n)], rest, ctx)? {
                             break 'ranges;
                         }
                         continue;

@@ -33,6 +33,7 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 /// Most rows a query sorts or de-duplicates in memory.
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
+mod aggregated;
 mod explain;
 mod filesort;
 mod sets;
@@ -3366,6 +3367,9 @@ fn run_one(
     if let Some(found) = distinct_candidates(tx, p, ctx)? {
         return shape(p, found, ctx);
     }
+    if let Some(groups) = aggregated::aggregated(tx, p, ctx, commit.as_deref_mut())? {
+        return shape_groups(p, groups, None, ctx);
+    }
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
 }
@@ -3765,6 +3769,19 @@ fn count_read(tx_pending: usize, p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Op
     if !counts_rows || names_bare_column(p) {
         return Ok(None);
     }
+    exactly_tested_read(p, table, ctx)
+}
+
+/// The read of a WHERE (none too) the data nodes test whole, each row
+/// once: its access (a scan, or ranges of an index that do not overlap),
+/// pushed filter and the WHERE; None when the SQL node would test some
+/// of it itself, or its constants warn. What a counting or aggregating
+/// scan needs, whose rows the SQL node never sees.
+fn exactly_tested_read(
+    p: &Planned,
+    table: &Arc<TableInfo>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<CountRead>> {
     // A constant whose reading warns (`k >= '1999-06-01'` of an INT k):
     // its warnings come as the rows are read (MariaDB's, at the first
     // row compared or from its range optimizer): read as before.
@@ -5446,19 +5463,7 @@ fn aggregate(
         add_to_group(p, &mut groups[at].1, &row, stored, ctx)?;
     }
     if sorted {
-        let mut at: Vec<usize> = (0..groups.len()).collect();
-        at.sort_by(|x, y| {
-            let (x, y) = (&group_values[*x], &group_values[*y]);
-            x.iter()
-                .zip(y)
-                .zip(&p.group_collations)
-                .map(|((a, b), c)| order_cmp(a, b, *c))
-                .find(|o| o.is_ne())
-                .unwrap_or(Ordering::Equal)
-        });
-        let mut taken: Vec<Option<(Vec<Val>, Vec<AggState>)>> =
-            groups.into_iter().map(Some).collect();
-        groups = at.into_iter().filter_map(|i| taken[i].take()).collect();
+        groups = in_group_order(p, groups, &group_values);
     }
     if groups.is_empty() && p.group.is_empty() {
         let width = p.source.len();
@@ -5476,6 +5481,25 @@ fn aggregate(
         out.push((row, values));
     }
     Ok(out)
+}
+
+/// `groups` in GROUP BY order, as MariaDB returns them when no ORDER BY
+/// names another: `values[i]` group i's GROUP BY values
+/// ([`sorted_by_members`]'s).
+fn in_group_order<T>(p: &Planned, groups: Vec<T>, values: &[Vec<Val>]) -> Vec<T> {
+    debug_assert_eq!(groups.len(), values.len());
+    let mut at: Vec<usize> = (0..groups.len()).collect();
+    at.sort_by(|x, y| {
+        let (x, y) = (&values[*x], &values[*y]);
+        x.iter()
+            .zip(y)
+            .zip(&p.group_collations)
+            .map(|((a, b), c)| order_cmp(a, b, *c))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    });
+    let mut taken: Vec<Option<T>> = groups.into_iter().map(Some).collect();
+    at.into_iter().filter_map(|i| taken[i].take()).collect()
 }
 
 /// The members of each GROUP BY expression that is an ENUM or SET
@@ -5940,50 +5964,8 @@ impl AggState {
         }
         st.count += 1;
         match spec.func {
-            AggFn::Sum | AggFn::Avg => {
-                st.sum = if st.sum.is_null() {
-                    match (&v, spec.arg_kind) {
-                        (_, Kind::Double) | (Val::Str(_) | Val::Double(_), _) => {
-                            Val::Double(ctx.num_f64(&v))
-                        }
-                        (Val::Int(i), _) => Val::Dec(Dec::new(i128::from(*i), 0)),
-                        (Val::UInt(u), _) => Val::Dec(Dec::new(i128::from(*u), 0)),
-                        _ => v.clone(),
-                    }
-                } else {
-                    // Decimals of one scale (a DECIMAL column's values):
-                    // their mantissas added, as `arith` would.
-                    let same = match (&st.sum, &v) {
-                        (Val::Dec(a), Val::Dec(b)) if a.scale == b.scale => a
-                            .mantissa
-                            .checked_add(b.mantissa)
-                            .and_then(|m| Dec::checked(m, a.scale)),
-                        _ => None,
-                    };
-                    match same {
-                        Some(d) => Val::Dec(d),
-                        None => expr::eval::arith(
-                            expr::Arith::Add,
-                            std::mem::replace(&mut st.sum, Val::Null),
-                            v.clone(),
-                            ctx,
-                        )?,
-                    }
-                };
-            }
-            AggFn::Min | AggFn::Max => {
-                let better = st.best.is_null() || {
-                    let o = order_cmp(&v, &st.best, kind_collation(spec.arg_kind));
-                    if spec.func == AggFn::Min {
-                        o.is_lt()
-                    } else {
-                        o.is_gt()
-                    }
-                };
-                if better {
-                    st.best = v;
-                }
-            }
+            AggFn::Sum | AggFn::Avg => st.add_sum(spec, v, ctx)?,
+            AggFn::Min | AggFn::Max => st.keep_best(spec, v),
             AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => {
                 let x = ctx.num_f64(&v);
                 let delta = x - st.mean;
@@ -6001,6 +5983,81 @@ impl AggState {
             AggFn::Count | AggFn::CountStar | AggFn::GroupConcat => {}
         }
         Ok(())
+    }
+
+    /// Adds a value not NULL to a SUM's or AVG's sum.
+    fn add_sum(&mut self, spec: &AggSpec, v: Val, ctx: &mut Ctx<'_>) -> SqlResult<()> {
+        let st = self;
+        st.sum = if st.sum.is_null() {
+            match (&v, spec.arg_kind) {
+                (_, Kind::Double) | (Val::Str(_) | Val::Double(_), _) => {
+                    Val::Double(ctx.num_f64(&v))
+                }
+                (Val::Int(i), _) => Val::Dec(Dec::new(i128::from(*i), 0)),
+                (Val::UInt(u), _) => Val::Dec(Dec::new(i128::from(*u), 0)),
+                _ => v.clone(),
+            }
+        } else {
+            // Decimals of one scale (a DECIMAL column's values):
+            // their mantissas added, as `arith` would.
+            let same = match (&st.sum, &v) {
+                (Val::Dec(a), Val::Dec(b)) if a.scale == b.scale => a
+                    .mantissa
+                    .checked_add(b.mantissa)
+                    .and_then(|m| Dec::checked(m, a.scale)),
+                _ => None,
+            };
+            match same {
+                Some(d) => Val::Dec(d),
+                None => expr::eval::arith(
+                    expr::Arith::Add,
+                    std::mem::replace(&mut st.sum, Val::Null),
+                    v.clone(),
+                    ctx,
+                )?,
+            }
+        };
+        Ok(())
+    }
+
+    /// Keeps a value not NULL if it is a MIN's least or a MAX's greatest.
+    fn keep_best(&mut self, spec: &AggSpec, v: Val) {
+        let st = self;
+        let better = st.best.is_null() || {
+            let o = order_cmp(&v, &st.best, kind_collation(spec.arg_kind));
+            if spec.func == AggFn::Min {
+                o.is_lt()
+            } else {
+                o.is_gt()
+            }
+        };
+        if better {
+            st.best = v;
+        }
+    }
+
+    /// Folds in what the data nodes aggregated of some rows (an
+    /// aggregating scan's partial): `values` of them not NULL, `v` their
+    /// sum, least or greatest value (NULL when none).
+    pub(super) fn fold_partial(
+        &mut self,
+        spec: &AggSpec,
+        values: i64,
+        v: Val,
+        ctx: &mut Ctx<'_>,
+    ) -> SqlResult<()> {
+        self.count = self.count.saturating_add(values);
+        if v.is_null() {
+            return Ok(());
+        }
+        match spec.func {
+            AggFn::Sum | AggFn::Avg => self.add_sum(spec, v, ctx),
+            AggFn::Min | AggFn::Max => {
+                self.keep_best(spec, v);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 
