@@ -2150,12 +2150,50 @@ pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Opt
     if day.is_some_and(|d| !storable(&d)) {
         return None;
     }
-    match to_native(v, &target, true).ok()? {
-        Value::Date(d) if !d.is_storable() => None,
-        Value::DateTime(dt) if !dt.is_valid() => None,
-        native => Some(native),
+    // The data nodes compare the stored form: SQL compares a DECIMAL with
+    // a double or text as doubles (100.000000000000001 = 1e2 holds), a
+    // BIGINT with a double past 2^53 as doubles too; neither is a stored
+    // comparison.
+    match (&column.ty, v) {
+        (SqlType::Decimal { .. }, Val::Double(_) | Val::Str(_)) => return None,
+        (SqlType::BigInt { .. }, Val::Double(f)) if f.abs() >= DOUBLE_EXACT_INTEGER_MAX => {
+            return None
+        }
+        _ => {}
     }
+    let native = match to_native(v, &target, true).ok()? {
+        Value::Date(d) if !d.is_storable() => return None,
+        Value::DateTime(dt) if !dt.is_valid() => return None,
+        native => native,
+    };
+    // A constant the column holds only rounded (1.005 of a DECIMAL(10,2),
+    // 00:00:00.0005 of a DATETIME(3), a time of day of a DATE) is not its
+    // stored form: `d < 1.005` would drop the 1.00 rows a bound or filter
+    // of 1.01 keeps, `dt3 < '… 00:00:00.0005'` keep the .000 rows one of
+    // .000 drops. Only a value equal to the constant as SQL compares
+    // them is its stand-in.
+    if matches!(
+        column.ty,
+        SqlType::Decimal { .. }
+            | SqlType::Date
+            | SqlType::DateTime { .. }
+            | SqlType::Timestamp { .. }
+    ) {
+        let back = super::exec::convert::from_native(&native, &column.ty, tz_secs);
+        let env = super::expr::Env::default();
+        let mut ctx = super::expr::Ctx::new(&[], &env);
+        let equal =
+            super::expr::eval::compare(&back, v, None, &mut ctx) == std::cmp::Ordering::Equal;
+        if !equal || !ctx.warnings.is_empty() {
+            return None;
+        }
+    }
+    Some(native)
 }
+
+/// The largest integer below which every integer is a double (2^53): a
+/// BIGINT compared with a double past it compares inexactly in SQL.
+const DOUBLE_EXACT_INTEGER_MAX: f64 = 9_007_199_254_740_992.0;
 
 fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) -> SqlResult<()> {
     match c {
@@ -2334,13 +2372,66 @@ pub(crate) fn warns_when_read(e: &Expr) -> bool {
     warns
 }
 
+/// Whether the data nodes compare column `col` with the constant `other`
+/// as the SQL node does: an integer column with a constant that converts
+/// to it exactly ([`column_vs_const`]); a DECIMAL column with an exact
+/// number, and a DATE or DATETIME column with a date, a datetime or text,
+/// whose stored form (the value the data nodes compare with) is equal to
+/// it as SQL compares them (`d >= '2024-06-01'` of a DATETIME, which is
+/// 2024-06-01 00:00:00; not `d < 1.005` of a DECIMAL(10,2), which would
+/// be stored as 1.01, nor `d = '2024-06-01 10:00'` of a DATE). The data
+/// nodes order DECIMALs and dates by value as SQL does, so a value equal
+/// to the constant compares with every row as the constant does. A
+/// DOUBLE constant (compared as a double in SQL), a TIMESTAMP (a session
+/// time zone), TIME, text and floats are left to the SQL node.
+fn compares_exactly(
+    table: &TableInfo,
+    col_expr: &Expr,
+    other: &Expr,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<bool> {
+    let Some((col, _, _)) = column_vs_const(table, col_expr, other, ctx)? else {
+        return Ok(false);
+    };
+    let Some(column) = table.columns.get(col) else {
+        return Ok(false);
+    };
+    let by_value = match column.ty {
+        SqlType::TinyInt { .. }
+        | SqlType::SmallInt { .. }
+        | SqlType::MediumInt { .. }
+        | SqlType::Int { .. }
+        | SqlType::BigInt { .. } => return Ok(true),
+        SqlType::Decimal { .. } => false,
+        SqlType::Date | SqlType::DateTime { .. } => true,
+        _ => return Ok(false),
+    };
+    let constant = match col_expr {
+        Expr::Col(_) => other,
+        _ => col_expr,
+    };
+    // `exact` made sure the stored form equals the constant as SQL
+    // compares them; SQL compares a DECIMAL with an exact number and a
+    // date with a date or text as stored values compare.
+    let before = ctx.warnings.len();
+    let v = silent(constant).eval(&[], ctx)?;
+    ctx.warnings.truncate(before);
+    Ok(match &v {
+        Val::Int(_) | Val::UInt(_) | Val::Dec(_) => !by_value,
+        Val::Str(_) | Val::Date(_) | Val::DateTime(..) => by_value,
+        _ => false,
+    })
+}
+
 /// Whether the data nodes' filter of `cond` ([`access`]'s) says of every
 /// row what `cond` says: each conjunct (but the constant ones, which
-/// [`access`] decides) a comparison, BETWEEN or IN list of an integer
-/// column with constants that convert to it exactly. Integers compare the same there
-/// and here, NULL included (unknown fails both); text (collations, PAD
-/// SPACE), decimals, floats, times and LIKE are left to the SQL node's own
-/// test, which then runs on every row as before.
+/// [`access`] decides) a comparison or BETWEEN of a column with constants
+/// it compares exactly with ([`compares_exactly`]: integers, DECIMALs,
+/// DATEs and DATETIMEs), or an IN list of an integer column with integers.
+/// Those compare the same there and here, NULL included (unknown fails
+/// both); text (collations, PAD SPACE), floats, TIMESTAMP, TIME and LIKE
+/// are left to the SQL node's own test, which then runs on every row as
+/// before.
 pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<bool> {
     let integer = |col: usize| {
         matches!(
@@ -2365,12 +2456,11 @@ pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) 
         }
         let exact = match c {
             Expr::Cmp(op, a, b, _) if *op != CmpOp::NullSafeEq => {
-                column_vs_const(table, a, b, ctx)?.is_some_and(|(col, ..)| integer(col))
+                compares_exactly(table, a, b, ctx)?
             }
             Expr::Between(x, lo, hi, false, _) => match **x {
-                Expr::Col(col) if integer(col) => {
-                    column_vs_const(table, x, lo, ctx)?.is_some()
-                        && column_vs_const(table, x, hi, ctx)?.is_some()
+                Expr::Col(_) => {
+                    compares_exactly(table, x, lo, ctx)? && compares_exactly(table, x, hi, ctx)?
                 }
                 _ => false,
             },
