@@ -350,11 +350,13 @@ class Gen:
             # columns or not (an aggregating scan where the data nodes
             # test the whole WHERE).
             nums = [c for c, kind in scope if kind in ("int", "dec")]
+            ordered = nums + [c for c, kind in scope if kind == "date"]
             aggs = []
             for _ in range(rng.randint(1, 4)):
                 fn = rng.choice(["COUNT(*)", "COUNT(%s)", "SUM(%s)", "MIN(%s)", "MAX(%s)",
                                  "AVG(%s)"])
-                aggs.append(fn.replace("%s", rng.choice(nums)))
+                pick = ordered if fn[:3] in ("MIN", "MAX") else nums
+                aggs.append(fn.replace("%s", rng.choice(pick)))
             keys = [self.col(scope, rng.choice(["int", "text"]))
                     for _ in range(rng.randint(0, 2))]
             sql = "SELECT %s FROM %s%s" % (", ".join(keys + aggs), source, where)

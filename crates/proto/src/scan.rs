@@ -74,7 +74,8 @@
 //! two groups under any collation; the reader merges what its collation
 //! deems one group). Sum, Min and Max take numeric columns whose sums
 //! cannot overflow a batch: integers, and DECIMALs of at most
-//! [`SCAN_SUM_DECIMAL_DIGITS_MAX`] digits. A batch holds at most
+//! [`SCAN_SUM_DECIMAL_DIGITS_MAX`] digits; Min and Max DATE and DATETIME
+//! columns too (by date and time). A batch holds at most
 //! `batch_rows` groups: a row of one group more ends it.
 //!
 //! A *statistics* scan (NDB's table statistics: a scan reading the
@@ -191,6 +192,18 @@ pub fn aggregates_numerically(ty: &schema::ColumnType) -> bool {
         ref other => other.integer_code() != 0,
     }
 }
+
+/// Whether an aggregating scan can take the least or greatest of a column
+/// of type `ty`: what it sums ([`aggregates_numerically`]), DATE and
+/// DATETIME.
+pub fn aggregates_in_order(ty: &schema::ColumnType) -> bool {
+    aggregates_numerically(ty)
+        || matches!(
+            ty,
+            schema::ColumnType::Date | schema::ColumnType::DateTime { .. }
+        )
+}
+
 const ROW_BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
 const ROW_COUNT_OFFSET: usize = 3;
 
@@ -564,10 +577,16 @@ impl ScanSpec {
         }
         for a in &self.aggregates {
             let column = column_at(table, "an aggregate", a.column)?;
-            if a.func != AggregateFn::Count && !aggregates_numerically(&column.ty) {
+            let fits = match a.func {
+                AggregateFn::Count => true,
+                AggregateFn::Sum => aggregates_numerically(&column.ty),
+                AggregateFn::Min | AggregateFn::Max => aggregates_in_order(&column.ty),
+            };
+            if !fits {
                 return Err(bad(format!(
                     "a scan's {:?} of column `{}` of type {:?}: only integers and DECIMALs \
-                     of at most {SCAN_SUM_DECIMAL_DIGITS_MAX} digits",
+                     of at most {SCAN_SUM_DECIMAL_DIGITS_MAX} digits (Min and Max: DATE and \
+                     DATETIME too)",
                     a.func, column.name, column.ty
                 )));
             }

@@ -5,7 +5,8 @@
 //! goes.
 //!
 //! Numbers are summed and compared as i128: an integer as itself, a
-//! DECIMAL as its value times 10^scale (`Decimal::to_scaled`). A batch
+//! DECIMAL as its value times 10^scale (`Decimal::to_scaled`); dates and
+//! datetimes (least and greatest only) packed in their order. A batch
 //! examines at most `SCAN_ROWS_EXAMINED_MAX` rows and a DECIMAL summed has
 //! at most `SCAN_SUM_DECIMAL_DIGITS_MAX` digits (the spec's check), so a
 //! batch's sum never overflows; it is checked anyway, and an overflow
@@ -15,7 +16,7 @@ use std::collections::HashMap;
 
 use proto::scan::{AggregateFn, ScanAggregate};
 use proto::value::{put_uint, put_value};
-use schema::{ColumnType, Decimal, RowLayout, TableDef, ValueRef};
+use schema::{ColumnType, Date, DateTime, Decimal, RowLayout, TableDef, ValueRef};
 
 use super::encoded::{put_column, Gathered, RowSink};
 
@@ -114,6 +115,10 @@ impl Groups {
                         // A value of its column fits the column's scale.
                         d.to_scaled(scale).unwrap_or_default()
                     }
+                    // Min and Max only (the spec's check): in the order
+                    // of their packed form.
+                    ValueRef::Date(d) => packed_date(d),
+                    ValueRef::DateTime(dt) => packed_datetime(dt),
                     _ => {
                         // Count takes any column; the others numeric ones
                         // only (the spec's check).
@@ -181,6 +186,37 @@ impl Groups {
     }
 }
 
+/// A date as an integer in its order: years, then months, then days
+/// (the zero date and zero parts, which some SQL modes store, first).
+fn packed_date(d: Date) -> i128 {
+    (i128::from(d.year) * 16 + i128::from(d.month)) * 32 + i128::from(d.day)
+}
+
+fn unpacked_date(x: i128) -> Date {
+    Date::new((x / 512) as u16, (x / 32 % 16) as u8, (x % 32) as u8)
+}
+
+/// A date and time as an integer in its order ([`packed_date`], then the
+/// time of day to the microsecond).
+fn packed_datetime(dt: DateTime) -> i128 {
+    let seconds = (packed_date(dt.date) * 24 + i128::from(dt.hour)) * 3_600
+        + i128::from(dt.minute) * 60
+        + i128::from(dt.second);
+    seconds * 1_000_000 + i128::from(dt.micros)
+}
+
+fn unpacked_datetime(x: i128) -> DateTime {
+    let (seconds, micros) = (x / 1_000_000, (x % 1_000_000) as u32);
+    let (hours, rest) = (seconds / 3_600, seconds % 3_600);
+    DateTime::new(
+        unpacked_date(hours / 24),
+        (hours % 24) as u8,
+        (rest / 60) as u8,
+        (rest % 60) as u8,
+        micros,
+    )
+}
+
 /// A DECIMAL column's scale; 0 for an integer.
 fn decimal_scale(ty: &ColumnType) -> u8 {
     match *ty {
@@ -204,6 +240,10 @@ fn put_result(out: &mut Vec<u8>, a: &ScanAggregate, st: &State, ty: &ColumnType)
         Decimal::from_scaled(x, decimal_scale(ty)).expect("a scan's sum fits a Decimal")
     };
     match (a.func, ty) {
+        (_, ColumnType::Date) => put_value(out, ValueRef::Date(unpacked_date(st.acc))),
+        (_, ColumnType::DateTime { .. }) => {
+            put_value(out, ValueRef::DateTime(unpacked_datetime(st.acc)));
+        }
         (AggregateFn::Sum, _) | (_, ColumnType::Decimal { .. }) => {
             put_value(out, ValueRef::Decimal(decimal(st.acc)));
         }

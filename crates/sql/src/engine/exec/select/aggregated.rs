@@ -1,7 +1,8 @@
 //! Aggregation where the rows are: a SELECT of one table whose aggregates
-//! are counts, or SUM, AVG, MIN and MAX of integer and DECIMAL columns,
-//! grouped (or not) by columns, over a WHERE the data nodes test whole,
-//! is an *aggregating scan* (`ScanOptions::aggregates`, `proto::scan`):
+//! are counts, or SUM, AVG, MIN and MAX of integer and DECIMAL columns
+//! (MIN and MAX of DATE, DATETIME, TIME and YEAR columns too), grouped
+//! (or not) by columns, over a WHERE the data nodes test whole, is an
+//! *aggregating scan* (`ScanOptions::aggregates`, `proto::scan`):
 //! each partition returns, per batch, one row per group of the rows that
 //! passed (their count, the group's values, each aggregate's partial
 //! value), and the SQL node merges the partials into the groups' values.
@@ -69,6 +70,26 @@ fn numeric(table: &TableInfo, c: usize) -> bool {
         .columns
         .get(column.native)
         .is_some_and(|n| proto::scan::aggregates_numerically(&n.ty))
+}
+
+/// Whether the data nodes take the least or greatest of column `c` as
+/// the SQL node orders it: what they sum ([`numeric`]), DATE, DATETIME,
+/// TIME and YEAR (stored as integers in their order). Not TIMESTAMP (SQL
+/// orders its values in the session's time zone) nor text (collations).
+fn ordered(table: &TableInfo, c: usize) -> bool {
+    let column = &table.columns[c];
+    let sql = matches!(
+        column.ty,
+        SqlType::Date | SqlType::DateTime { .. } | SqlType::Time { .. } | SqlType::Year
+    );
+    numeric(table, c)
+        || sql
+            && table
+                .native
+                .def()
+                .columns
+                .get(column.native)
+                .is_some_and(|n| proto::scan::aggregates_in_order(&n.ty))
 }
 
 /// The aggregating scan of `p`, or None when it is not one: a join, a
@@ -155,8 +176,8 @@ fn aggregated_read(
                 sum: place(AggregateFn::Sum, c),
                 count: nullable.then(|| place(AggregateFn::Count, c)),
             },
-            (AggFn::Min, _, Some(c)) if numeric(table, c) => Fold::Best(place(AggregateFn::Min, c)),
-            (AggFn::Max, _, Some(c)) if numeric(table, c) => Fold::Best(place(AggregateFn::Max, c)),
+            (AggFn::Min, _, Some(c)) if ordered(table, c) => Fold::Best(place(AggregateFn::Min, c)),
+            (AggFn::Max, _, Some(c)) if ordered(table, c) => Fold::Best(place(AggregateFn::Max, c)),
             _ => return Ok(None),
         };
         folds.push(fold);
