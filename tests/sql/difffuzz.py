@@ -345,6 +345,28 @@ class Gen:
             counts = rng.choice(["COUNT(*)", "COUNT(*), COUNT(1)", "COUNT(*) + 1",
                                  "COUNT(%s)" % self.col(scope, "int")])
             return "SELECT %s FROM %s%s" % (counts, source, where), True
+        if rng.random() < 0.05:
+            # Aggregates of t2's plain columns grouped by t1's columns over
+            # the join by t1's key (aggregated below the join where the
+            # data nodes test t2's conditions).
+            t1s = [c for c in t1 if c[1] in ("int", "text")]
+            aggs = []
+            for _ in range(rng.randint(1, 3)):
+                fn = rng.choice(["COUNT(*)", "COUNT(%s)", "SUM(%s)", "MIN(%s)", "MAX(%s)",
+                                 "AVG(%s)"])
+                aggs.append(fn.replace("%s", rng.choice(["t2.x", "t2.id", "t2.t1_id"])))
+            keys = [rng.choice(t1s)[0] for _ in range(rng.randint(0, 2))]
+            conds = []
+            if rng.random() < 0.5:
+                conds.append(self.cond(t1))
+            if rng.random() < 0.5:
+                conds.append(self.cond(t2))
+            where = " WHERE " + " AND ".join(conds) if conds else ""
+            on = rng.choice(["t2.t1_id = t1.id", "t1.id = t2.t1_id"])
+            sql = "SELECT %s FROM t1 JOIN t2 ON %s%s" % (", ".join(keys + aggs), on, where)
+            if keys:
+                sql += " GROUP BY " + ", ".join(keys)
+            return sql, True
         if rng.random() < 0.1:
             # Aggregates of plain integer and DECIMAL columns, grouped by
             # columns or not (an aggregating scan where the data nodes

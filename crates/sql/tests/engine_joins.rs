@@ -807,6 +807,34 @@ fn distinct_reads_step_over_repeats() {
             );
         }
     }
+    // Aggregates of d joined to a table by its primary key, grouped by
+    // that table's columns: d aggregated per join key where it is, a row
+    // per key, partition and batch; with a condition the SQL node tests,
+    // the joined rows.
+    q(
+        &mut conn,
+        "CREATE TABLE dk (g INT PRIMARY KEY, label VARCHAR(10))",
+    );
+    q(
+        &mut conn,
+        "INSERT INTO dk VALUES (0, 'even'), (1, 'odd'), (2, 'even'), (3, 'odd'), (4, 'even')",
+    );
+    let joined = "SELECT k.label, COUNT(*), SUM(d.id) FROM dk k JOIN d ON d.g = k.g";
+    let (rows, bytes) = read(&mut conn, &format!("{joined} GROUP BY k.label"));
+    // g = id % 10: 300 rows each, their ids summed per label.
+    let expected: Vec<Vec<String>> = [["even", "900", "1347300"], ["odd", "600", "898200"]]
+        .iter()
+        .map(|r| r.iter().map(|v| (*v).to_string()).collect())
+        .collect();
+    assert_eq!(rows, expected);
+    few(bytes, "aggregates below the join");
+    let (rows, bytes) = read(
+        &mut conn,
+        &format!("{joined} WHERE REVERSE(d.v) > '' GROUP BY k.label"),
+    );
+    assert_eq!(rows, expected);
+    assert!(bytes * 4 > whole_bytes / 10, "{bytes} of {whole_bytes}");
+    q(&mut conn, "DROP TABLE dk");
     // A transaction's own pending write is seen.
     q(&mut conn, "SET transaction_allow_batching = 1");
     q(&mut conn, "BEGIN");

@@ -34,6 +34,7 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod aggregated;
+mod eager;
 mod explain;
 mod filesort;
 mod sets;
@@ -3370,6 +3371,9 @@ fn run_one(
     if let Some(groups) = aggregated::aggregated(tx, p, ctx, commit.as_deref_mut())? {
         return shape_groups(p, groups, None, ctx);
     }
+    if let Some(groups) = eager::joined_groups(tx, p, ctx)? {
+        return shape_groups(p, groups, None, ctx);
+    }
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
 }
@@ -3782,15 +3786,26 @@ fn exactly_tested_read(
     table: &Arc<TableInfo>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<CountRead>> {
+    exactly_tested_read_of(table, p.cond.as_ref(), &p.hints, ctx)
+}
+
+/// [`exactly_tested_read`] of a condition `cond` of `table` (its
+/// positions) under index hints `hints`.
+fn exactly_tested_read_of(
+    table: &Arc<TableInfo>,
+    cond: Option<&Expr>,
+    hints: &Hints,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<CountRead>> {
     // A constant whose reading warns (`k >= '1999-06-01'` of an INT k):
     // its warnings come as the rows are read (MariaDB's, at the first
     // row compared or from its range optimizer): read as before.
-    if p.cond.as_ref().is_some_and(plan::warns_when_read) {
+    if cond.is_some_and(plan::warns_when_read) {
         return Ok(None);
     }
     let warned = plan_mark(ctx);
-    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
-    let usable = |native: &str| p.hints.usable(table, native);
+    let cond = plan::fold_select_constants(table, cond, ctx)?;
+    let usable = |native: &str| hints.usable(table, native);
     let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
     let cond = cond.map(std::borrow::Cow::into_owned);
     if ctx.warnings.len() > warned.0 {
@@ -6034,6 +6049,22 @@ impl AggState {
         if better {
             st.best = v;
         }
+    }
+
+    /// Folds in another state of the same aggregate over other rows (a
+    /// group of them aggregated apart: `eager`).
+    pub(super) fn merge(
+        &mut self,
+        spec: &AggSpec,
+        other: &AggState,
+        ctx: &mut Ctx<'_>,
+    ) -> SqlResult<()> {
+        let value = match spec.func {
+            AggFn::Sum | AggFn::Avg => other.sum.clone(),
+            AggFn::Min | AggFn::Max => other.best.clone(),
+            _ => Val::Null,
+        };
+        self.fold_partial(spec, other.count, value, ctx)
     }
 
     /// Folds in what the data nodes aggregated of some rows (an

@@ -9,7 +9,10 @@
 //! `SELECT COUNT(*), SUM(amount) FROM orders` receives a few rows, not
 //! 50,000 (RonDB's pushed aggregation).
 
+use std::sync::Arc;
+
 use proto::scan::SCAN_SUM_DECIMAL_DIGITS_MAX;
+use schema::Collation;
 use skarv_client::{AggregateFn, Filter, Value};
 
 use super::{
@@ -18,7 +21,7 @@ use super::{
 };
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::{convert, fetch_each, ScanShape};
-use crate::engine::expr::{AggFn, Ctx, Dec, Expr, Val};
+use crate::engine::expr::{AggFn, AggSpec, Ctx, Dec, Expr, Val};
 use crate::engine::plan::{self, Access};
 use crate::error::{codes, SqlError, SqlResult};
 
@@ -39,15 +42,66 @@ enum Fold {
 }
 
 /// An aggregating scan of a query: its read, the scan's aggregates and
-/// group columns (SQL positions), and how each of the query's aggregates
-/// is made of them.
+/// how each of the query's aggregates is made of them, and the group
+/// columns (SQL positions).
 struct AggregatedRead {
     access: Access,
     filter: Option<Filter>,
     cond: Option<Expr>,
-    aggregates: Vec<(AggregateFn, usize)>,
+    push: Pushdown,
     group: Vec<usize>,
+}
+
+/// The scan's aggregates for a query's (functions of the scanned table's
+/// columns, SQL positions), and how each of the query's aggregates is
+/// made of them.
+pub(super) struct Pushdown {
+    aggregates: Vec<(AggregateFn, usize)>,
     folds: Vec<Fold>,
+}
+
+/// The [`Pushdown`] of `aggs`, whose arguments `column` maps to columns of
+/// `table` (None: not one of its columns), or None when one is not
+/// pushed: a DISTINCT one, GROUP_CONCAT, STD and the like, one of an
+/// expression, a SUM of a column not [`numeric`], a MIN or MAX of one
+/// not [`ordered`].
+pub(super) fn pushdown(
+    table: &TableInfo,
+    aggs: &[AggSpec],
+    column: &dyn Fn(&Expr) -> Option<usize>,
+) -> Option<Pushdown> {
+    let mut aggregates: Vec<(AggregateFn, usize)> = Vec::new();
+    let mut place =
+        |func: AggregateFn, c: usize| match aggregates.iter().position(|a| *a == (func, c)) {
+            Some(at) => at,
+            None => {
+                aggregates.push((func, c));
+                aggregates.len() - 1
+            }
+        };
+    let mut folds = Vec::with_capacity(aggs.len());
+    for a in aggs {
+        if a.distinct || a.concat.is_some() {
+            return None;
+        }
+        let column = a.arg.as_ref().and_then(column);
+        let nullable = column.is_some_and(|c| table.columns[c].nullable);
+        let fold = match (a.func, &a.arg, column) {
+            (AggFn::CountStar, _, _) => Fold::Rows,
+            (AggFn::Count, Some(Expr::Lit(v)), _) if !v.is_null() => Fold::Rows,
+            (AggFn::Count, _, Some(_)) if !nullable => Fold::Rows,
+            (AggFn::Count, _, Some(c)) => Fold::Count(place(AggregateFn::Count, c)),
+            (AggFn::Sum | AggFn::Avg, _, Some(c)) if numeric(table, c) => Fold::Sum {
+                sum: place(AggregateFn::Sum, c),
+                count: nullable.then(|| place(AggregateFn::Count, c)),
+            },
+            (AggFn::Min, _, Some(c)) if ordered(table, c) => Fold::Best(place(AggregateFn::Min, c)),
+            (AggFn::Max, _, Some(c)) if ordered(table, c) => Fold::Best(place(AggregateFn::Max, c)),
+            _ => return None,
+        };
+        folds.push(fold);
+    }
+    (aggregates.len() <= proto::scan::SCAN_AGGREGATES_MAX).then_some(Pushdown { aggregates, folds })
 }
 
 /// Whether the data nodes sum, or take the least or greatest of, column
@@ -148,43 +202,13 @@ fn aggregated_read(
     if bare.iter().any(|c| !group.contains(c)) {
         return Ok(None);
     }
-    let mut aggregates: Vec<(AggregateFn, usize)> = Vec::new();
-    let mut place =
-        |func: AggregateFn, c: usize| match aggregates.iter().position(|a| *a == (func, c)) {
-            Some(at) => at,
-            None => {
-                aggregates.push((func, c));
-                aggregates.len() - 1
-            }
-        };
-    let mut folds = Vec::with_capacity(p.aggs.len());
-    for a in &p.aggs {
-        if a.distinct || a.concat.is_some() {
-            return Ok(None);
-        }
-        let column = match &a.arg {
-            Some(Expr::Col(c)) if *c < table.columns.len() => Some(*c),
-            _ => None,
-        };
-        let nullable = column.is_some_and(|c| table.columns[c].nullable);
-        let fold = match (a.func, &a.arg, column) {
-            (AggFn::CountStar, _, _) => Fold::Rows,
-            (AggFn::Count, Some(Expr::Lit(v)), _) if !v.is_null() => Fold::Rows,
-            (AggFn::Count, _, Some(_)) if !nullable => Fold::Rows,
-            (AggFn::Count, _, Some(c)) => Fold::Count(place(AggregateFn::Count, c)),
-            (AggFn::Sum | AggFn::Avg, _, Some(c)) if numeric(table, c) => Fold::Sum {
-                sum: place(AggregateFn::Sum, c),
-                count: nullable.then(|| place(AggregateFn::Count, c)),
-            },
-            (AggFn::Min, _, Some(c)) if ordered(table, c) => Fold::Best(place(AggregateFn::Min, c)),
-            (AggFn::Max, _, Some(c)) if ordered(table, c) => Fold::Best(place(AggregateFn::Max, c)),
-            _ => return Ok(None),
-        };
-        folds.push(fold);
-    }
-    if aggregates.len() > proto::scan::SCAN_AGGREGATES_MAX
-        || group.len() > proto::scan::SCAN_GROUP_COLUMNS_MAX
-    {
+    let Some(push) = pushdown(table, &p.aggs, &|e| match e {
+        Expr::Col(c) if *c < table.columns.len() => Some(*c),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    if group.len() > proto::scan::SCAN_GROUP_COLUMNS_MAX {
         return Ok(None);
     }
     let Some((access, filter, cond)) = exactly_tested_read(p, table, ctx)? else {
@@ -194,9 +218,8 @@ fn aggregated_read(
         access,
         filter,
         cond,
-        aggregates,
+        push,
         group,
-        folds,
     }))
 }
 
@@ -213,138 +236,51 @@ pub(super) fn aggregated(
     let (Some(table), Some(read)) = (&p.table, aggregated_read(tx.pending_ops(), p, ctx)?) else {
         return Ok(None);
     };
-    let def = table.native.def();
-    let name = |c: usize| def.columns[table.columns[c].native].name.as_str();
-    let aggregates: Vec<(AggregateFn, &str)> = read
-        .aggregates
-        .iter()
-        .map(|(f, c)| (*f, name(*c)))
-        .collect();
-    let group_by: Vec<&str> = read.group.iter().map(|c| name(*c)).collect();
-    let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
-    let members = group_members(p);
-    let mut index: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
-    let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
-    let mut group_values: Vec<Vec<Val>> = Vec::new();
-    let tz = ctx.env.tz_secs;
-    let width = p.source.len();
-    let malformed = |what: String| {
-        SqlError::new(
-            codes::UNKNOWN,
-            format!(
-                "an aggregating scan of table `{}` returned {what}",
-                table.name
-            ),
-        )
-    };
-    fetch_each(
-        tx,
+    let scan = ScanGroups {
         table,
-        &read.access,
-        read.filter.clone(),
-        None,
-        false,
-        read.cond.as_ref(),
-        ctx,
-        commit,
-        None,
-        ScanShape {
-            count: true,
-            aggregates: &aggregates,
-            group_by: &group_by,
-            // As many groups a batch as a batch may hold rows.
-            batch_rows: proto::scan::SCAN_BATCH_ROWS_MAX,
-            ..ScanShape::default()
-        },
-        |row, rest, ctx| {
-            let rows = match row.first() {
-                Some(Val::Int(n)) => *n,
-                other => return Err(malformed(format!("a count of {other:?}"))),
-            };
-            if rest.len() != read.group.len() + read.aggregates.len() {
-                return Err(malformed(format!("a row of {} values", rest.len() + 1)));
+        access: &read.access,
+        filter: read.filter.clone(),
+        cond: read.cond.as_ref(),
+        group: &read.group,
+        push: &read.push,
+        aggs: &p.aggs,
+        collations: &p.group_collations,
+    };
+    let scanned = scan.run(tx, ctx, commit)?;
+    let width = p.source.len();
+    let members = group_members(p);
+    let mut groups = Vec::with_capacity(scanned.len());
+    let mut group_values = Vec::with_capacity(scanned.len());
+    for (values, states) in scanned {
+        let mut shown = vec![Val::Null; width];
+        for (v, c) in values.iter().zip(&read.group) {
+            if let Some(slot) = shown.get_mut(*c) {
+                *slot = v.clone();
             }
-            let (keys, partials) = rest.split_at(read.group.len());
-            let at = if read.group.is_empty() {
-                if groups.is_empty() {
-                    groups.push((vec![Val::Null; width], fresh.clone()));
-                }
-                0
-            } else {
-                let values: Vec<Val> = keys
-                    .iter()
-                    .zip(&read.group)
-                    .map(|(v, c)| convert::from_native(v, &table.columns[*c].ty, tz))
-                    .collect();
-                let key = group_key(&values, &p.group_collations);
-                match index.get(&key) {
-                    Some(at) => *at,
-                    None => {
-                        if groups.len() >= GROUPS_IN_MEMORY_MAX {
-                            return Err(SqlError::unsupported(format_args!(
-                                "more than {GROUPS_IN_MEMORY_MAX} groups"
-                            )));
-                        }
-                        let mut shown = vec![Val::Null; width];
-                        for (v, c) in values.iter().zip(&read.group) {
-                            if let Some(slot) = shown.get_mut(*c) {
-                                *slot = v.clone();
-                            }
-                        }
-                        groups.push((shown, fresh.clone()));
-                        group_values.push(sorted_by_members(values, &members));
-                        index.insert(key, groups.len() - 1);
-                        groups.len() - 1
-                    }
-                }
-            };
-            let counted = |i: usize| match &partials[i] {
-                Value::UInt(n) => Ok(i64::try_from(*n).unwrap_or(i64::MAX)),
-                other => Err(malformed(format!("a partial count of {other:?}"))),
-            };
-            let states = &mut groups[at].1;
-            for ((spec, fold), st) in p.aggs.iter().zip(&read.folds).zip(states.iter_mut()) {
-                match *fold {
-                    Fold::Rows => st.fold_partial(spec, rows, Val::Null, ctx)?,
-                    Fold::Count(i) => st.fold_partial(spec, counted(i)?, Val::Null, ctx)?,
-                    Fold::Sum { sum, count } => {
-                        let values = match count {
-                            Some(i) => counted(i)?,
-                            None => rows,
-                        };
-                        let column = read.aggregates[sum].1;
-                        let scale = match table.columns[column].ty {
-                            SqlType::Decimal { scale, .. } => scale,
-                            _ => 0,
-                        };
-                        let v = match &partials[sum] {
-                            Value::Null => Val::Null,
-                            Value::Decimal(d) => match d.to_scaled(scale) {
-                                Some(m) => Val::Dec(Dec::new(m, scale)),
-                                None => return Err(malformed(format!("a sum of {d:?}"))),
-                            },
-                            other => return Err(malformed(format!("a sum of {other:?}"))),
-                        };
-                        st.fold_partial(spec, values, v, ctx)?;
-                    }
-                    Fold::Best(i) => {
-                        let column = read.aggregates[i].1;
-                        let v = convert::from_native(&partials[i], &table.columns[column].ty, tz);
-                        st.fold_partial(spec, 0, v, ctx)?;
-                    }
-                }
-            }
-            Ok(true)
-        },
-    )?;
+        }
+        groups.push((shown, states));
+        group_values.push(sorted_by_members(values, &members));
+    }
     // MariaDB returns the groups in GROUP BY order when no ORDER BY names
     // another.
     if !p.group.is_empty() && p.order.is_empty() {
         groups = in_group_order(p, groups, &group_values);
     }
     if groups.is_empty() && p.group.is_empty() {
-        groups.push((vec![Val::Null; width], fresh));
+        groups.push((
+            vec![Val::Null; width],
+            p.aggs.iter().map(AggState::fresh).collect(),
+        ));
     }
+    finished(p, groups, ctx).map(Some)
+}
+
+/// Each group's aggregates' values from their states.
+pub(super) fn finished(
+    p: &Planned,
+    groups: Vec<(Vec<Val>, Vec<AggState>)>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Group>> {
     let mut out = Vec::with_capacity(groups.len());
     for (row, states) in groups {
         let mut values = Vec::with_capacity(states.len());
@@ -353,5 +289,158 @@ pub(super) fn aggregated(
         }
         out.push((row, values));
     }
-    Ok(Some(out))
+    Ok(out)
+}
+
+/// An aggregating scan of `table` for the aggregates `aggs`, grouped by
+/// its columns `group` (SQL positions; their values compared under
+/// `collations`).
+pub(super) struct ScanGroups<'a> {
+    pub table: &'a Arc<TableInfo>,
+    pub access: &'a Access,
+    pub filter: Option<Filter>,
+    pub cond: Option<&'a Expr>,
+    pub group: &'a [usize],
+    pub push: &'a Pushdown,
+    pub aggs: &'a [AggSpec],
+    pub collations: &'a [Option<Collation>],
+}
+
+impl ScanGroups<'_> {
+    /// Runs the scan: per group, its group values and the aggregates'
+    /// states, merged from the partitions' and batches' rows, in order of
+    /// first arrival.
+    pub(super) fn run(
+        self,
+        tx: &skarv_client::Transaction<'_>,
+        ctx: &mut Ctx<'_>,
+        commit: Option<&mut bool>,
+    ) -> SqlResult<Vec<(Vec<Val>, Vec<AggState>)>> {
+        let ScanGroups {
+            table,
+            access,
+            filter,
+            cond,
+            group,
+            push,
+            aggs,
+            collations,
+        } = self;
+        let def = table.native.def();
+        let name = |c: usize| def.columns[table.columns[c].native].name.as_str();
+        let aggregates: Vec<(AggregateFn, &str)> = push
+            .aggregates
+            .iter()
+            .map(|(f, c)| (*f, name(*c)))
+            .collect();
+        let group_by: Vec<&str> = group.iter().map(|c| name(*c)).collect();
+        let fresh: Vec<AggState> = aggs.iter().map(AggState::fresh).collect();
+        let mut index: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
+        let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
+        let tz = ctx.env.tz_secs;
+        let malformed = |what: String| {
+            SqlError::new(
+                codes::UNKNOWN,
+                format!(
+                    "an aggregating scan of table `{}` returned {what}",
+                    table.name
+                ),
+            )
+        };
+        fetch_each(
+            tx,
+            table,
+            access,
+            filter,
+            None,
+            false,
+            cond,
+            ctx,
+            commit,
+            None,
+            ScanShape {
+                count: true,
+                aggregates: &aggregates,
+                group_by: &group_by,
+                // As many groups a batch as a batch may hold rows.
+                batch_rows: proto::scan::SCAN_BATCH_ROWS_MAX,
+                ..ScanShape::default()
+            },
+            |row, rest, ctx| {
+                let rows = match row.first() {
+                    Some(Val::Int(n)) => *n,
+                    other => return Err(malformed(format!("a count of {other:?}"))),
+                };
+                if rest.len() != group.len() + push.aggregates.len() {
+                    return Err(malformed(format!("a row of {} values", rest.len() + 1)));
+                }
+                let (keys, partials) = rest.split_at(group.len());
+                let at = if group.is_empty() {
+                    if groups.is_empty() {
+                        groups.push((Vec::new(), fresh.clone()));
+                    }
+                    0
+                } else {
+                    let values: Vec<Val> = keys
+                        .iter()
+                        .zip(group)
+                        .map(|(v, c)| convert::from_native(v, &table.columns[*c].ty, tz))
+                        .collect();
+                    let key = group_key(&values, collations);
+                    match index.get(&key) {
+                        Some(at) => *at,
+                        None => {
+                            if groups.len() >= GROUPS_IN_MEMORY_MAX {
+                                return Err(SqlError::unsupported(format_args!(
+                                    "more than {GROUPS_IN_MEMORY_MAX} groups"
+                                )));
+                            }
+                            groups.push((values, fresh.clone()));
+                            index.insert(key, groups.len() - 1);
+                            groups.len() - 1
+                        }
+                    }
+                };
+                let counted = |i: usize| match &partials[i] {
+                    Value::UInt(n) => Ok(i64::try_from(*n).unwrap_or(i64::MAX)),
+                    other => Err(malformed(format!("a partial count of {other:?}"))),
+                };
+                let states = &mut groups[at].1;
+                for ((spec, fold), st) in aggs.iter().zip(&push.folds).zip(states.iter_mut()) {
+                    match *fold {
+                        Fold::Rows => st.fold_partial(spec, rows, Val::Null, ctx)?,
+                        Fold::Count(i) => st.fold_partial(spec, counted(i)?, Val::Null, ctx)?,
+                        Fold::Sum { sum, count } => {
+                            let values = match count {
+                                Some(i) => counted(i)?,
+                                None => rows,
+                            };
+                            let column = push.aggregates[sum].1;
+                            let scale = match table.columns[column].ty {
+                                SqlType::Decimal { scale, .. } => scale,
+                                _ => 0,
+                            };
+                            let v = match &partials[sum] {
+                                Value::Null => Val::Null,
+                                Value::Decimal(d) => match d.to_scaled(scale) {
+                                    Some(m) => Val::Dec(Dec::new(m, scale)),
+                                    None => return Err(malformed(format!("a sum of {d:?}"))),
+                                },
+                                other => return Err(malformed(format!("a sum of {other:?}"))),
+                            };
+                            st.fold_partial(spec, values, v, ctx)?;
+                        }
+                        Fold::Best(i) => {
+                            let column = push.aggregates[i].1;
+                            let v =
+                                convert::from_native(&partials[i], &table.columns[column].ty, tz);
+                            st.fold_partial(spec, 0, v, ctx)?;
+                        }
+                    }
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(groups)
+    }
 }

@@ -1,0 +1,288 @@
+//! Aggregation below a join (eager aggregation): `SELECT c.country,
+//! COUNT(*), SUM(o.amount) FROM customers c JOIN orders o ON o.customer_id
+//! = c.id GROUP BY c.country`, whose aggregates read one table (the
+//! orders) and whose join finds each of its rows at most one row of the
+//! other by that one's primary key, aggregates the orders per
+//! `customer_id` where they are (an aggregating scan: one row per
+//! customer, partition and batch, not one per order), then reads the
+//! customers and folds each customer's partial aggregates into the group
+//! its row makes. Each order joins one customer (the key is unique) or
+//! none (no such customer, or one the WHERE drops), so the groups'
+//! counts, sums, least and greatest values are those of the joined rows.
+
+use super::aggregated::{finished, pushdown, ScanGroups};
+use super::{
+    assigns_user_vars, drop_planned, exactly_tested_read_of, group_key, group_members,
+    in_group_order, plan_mark, sorted_by_members, AggState, Group, Planned, GROUPS_IN_MEMORY_MAX,
+};
+use crate::engine::catalog::{SqlType, TableInfo};
+use crate::engine::exec::{fetch_each, ScanShape};
+use crate::engine::expr::{CmpOp, Ctx, Expr, Val};
+use crate::engine::plan::join::{columns, map_columns, table_at};
+use crate::engine::plan::{self};
+use crate::error::{SqlError, SqlResult};
+
+/// Whether column `c` of `table` is an integer (the join's two sides
+/// compare as stored values, and group by their value).
+fn integer(table: &TableInfo, c: usize) -> bool {
+    matches!(
+        table.columns.get(c).map(|c| &c.ty),
+        Some(
+            SqlType::TinyInt { .. }
+                | SqlType::SmallInt { .. }
+                | SqlType::MediumInt { .. }
+                | SqlType::Int { .. }
+                | SqlType::BigInt { .. }
+        )
+    )
+}
+
+/// The groups of a two-table inner join aggregated below the join (see the
+/// module doc), each its row (the other table's columns NULL) and its
+/// aggregates' values, in GROUP BY order unless an ORDER BY names another;
+/// None (joined and grouped as before) for any other query: aggregates of
+/// both tables, of an expression or not pushed (`aggregated::pushdown`),
+/// columns of the aggregated table named outside them, a join condition
+/// other than one integer column equal to the other table's one-column
+/// primary key, a condition of both tables besides it, a condition of the
+/// aggregated table the data nodes do not test whole, an outer or semi
+/// join, a derived table, ROLLUP, a window, a lock, or writes to flush.
+pub(super) fn joined_groups(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Vec<Group>>> {
+    let Some(spec) = &p.join else {
+        return Ok(None);
+    };
+    let simple = p.table.is_none()
+        && p.rows.is_none()
+        && p.late.is_none()
+        && p.laterals.is_empty()
+        && p.windows.is_empty()
+        && p.lock.is_none()
+        && !p.rollup
+        && !p.aggs.is_empty()
+        && tx.pending_ops() == 0
+        && !assigns_user_vars(p)
+        && spec.tables.len() == 2
+        && spec
+            .tables
+            .iter()
+            .all(|t| !t.outer && t.on.is_empty() && t.rows.is_none() && t.semi.is_none());
+    if !simple {
+        return Ok(None);
+    }
+    let table_of = |c: usize| table_at(spec, c);
+    // The aggregated table: the one the aggregates read; the other's
+    // columns are all the rest names.
+    let mut read = Vec::new();
+    for a in &p.aggs {
+        if let Some(arg) = &a.arg {
+            columns(arg, &mut read);
+        }
+        if let Some(gc) = &a.concat {
+            gc.args.iter().for_each(|x| columns(x, &mut read));
+        }
+    }
+    let mut named = Vec::new();
+    let order = p.order.iter().map(|(e, _)| e);
+    for e in p.items.iter().chain(&p.group).chain(&p.having).chain(order) {
+        columns(e, &mut named);
+    }
+    let fact = match (read.first(), named.first()) {
+        (Some(c), _) => table_of(*c),
+        (None, Some(c)) => table_of(*c).map(|d| 1 - d),
+        (None, None) => None,
+    };
+    let Some(fact) = fact else {
+        return Ok(None);
+    };
+    let dim = 1 - fact;
+    if read.iter().any(|c| table_of(*c) != Some(fact))
+        || named.iter().any(|c| table_of(*c) != Some(dim))
+    {
+        return Ok(None);
+    }
+    let (f, d) = (&spec.tables[fact], &spec.tables[dim]);
+    // The conditions: the join's key equality, and each of the others
+    // of one table.
+    let mut key: Option<(usize, usize)> = None;
+    let mut fact_conds = Vec::new();
+    let mut dim_conds = Vec::new();
+    let conds = p
+        .cond
+        .iter()
+        .chain(&spec.inner_on)
+        .flat_map(Expr::conjuncts);
+    for c in conds {
+        let mut cols = Vec::new();
+        columns(c, &mut cols);
+        let of_fact = cols.iter().any(|c| table_of(*c) == Some(fact));
+        let of_dim = cols.iter().any(|c| table_of(*c) == Some(dim));
+        if cols.iter().any(|c| table_of(*c).is_none()) {
+            return Ok(None);
+        }
+        match (of_fact, of_dim) {
+            (true, false) => fact_conds.push(map_columns(c, &|x| x - f.offset)),
+            (false, _) => dim_conds.push(map_columns(c, &|x| x.saturating_sub(d.offset))),
+            (true, true) => {
+                let Expr::Cmp(CmpOp::Eq, a, b, _) = c else {
+                    return Ok(None);
+                };
+                let (Expr::Col(a), Expr::Col(b)) = (&**a, &**b) else {
+                    return Ok(None);
+                };
+                let (x, y) = if table_of(*a) == Some(dim) {
+                    (*a, *b)
+                } else {
+                    (*b, *a)
+                };
+                if key.is_some() {
+                    return Ok(None);
+                }
+                key = Some((x - d.offset, y - f.offset));
+            }
+        }
+    }
+    let Some((dim_key, fact_key)) = key else {
+        return Ok(None);
+    };
+    // Each fact row joins at most one dim row: the dim's one-column
+    // primary key (a declared one), integers on both sides.
+    let primary: Vec<usize> = d.table.primary_key_columns().collect();
+    if d.table.hidden_key
+        || primary != [dim_key]
+        || !integer(&d.table, dim_key)
+        || !integer(&f.table, fact_key)
+    {
+        return Ok(None);
+    }
+    let in_fact = |e: &Expr| match e {
+        Expr::Col(c) if table_of(*c) == Some(fact) => Some(*c - f.offset),
+        _ => None,
+    };
+    let Some(push) = pushdown(&f.table, &p.aggs, &in_fact) else {
+        return Ok(None);
+    };
+    // Both reads planned before either runs: one that turns out not to
+    // fit leaves the query to the join as before.
+    let dim_cond = Expr::and_of(dim_conds);
+    if dim_cond.as_ref().is_some_and(plan::warns_when_read) {
+        return Ok(None);
+    }
+    let warned = plan_mark(ctx);
+    let fact_cond = Expr::and_of(fact_conds);
+    let Some((access, filter, cond)) =
+        exactly_tested_read_of(&f.table, fact_cond.as_ref(), &f.hints, ctx)?
+    else {
+        return Ok(None);
+    };
+    let dim_cond = plan::fold_select_constants(&d.table, dim_cond.as_ref(), ctx)?
+        .map(std::borrow::Cow::into_owned);
+    let usable = |native: &str| d.hints.usable(&d.table, native);
+    let (dim_access, dim_filter) = plan::access_with(&d.table, dim_cond.as_ref(), ctx, &usable)?;
+    if ctx.warnings.len() > warned.0 {
+        drop_planned(ctx, warned);
+        return Ok(None);
+    }
+    // The dim columns the query names (a TEXT one not named is not read:
+    // its read would lock).
+    let mut used = vec![false; d.table.columns.len()];
+    let mut dim_named = vec![dim_key];
+    dim_named.extend(named.iter().map(|c| c - d.offset));
+    if let Some(c) = &dim_cond {
+        columns(c, &mut dim_named);
+    }
+    for c in dim_named {
+        match used.get_mut(c) {
+            Some(u) => *u = true,
+            None => {
+                drop_planned(ctx, warned);
+                return Ok(None);
+            }
+        }
+    }
+    let dim_columns = crate::engine::exec::columns_used(&d.table, &used);
+    // The fact rows aggregated per join key.
+    let partials = ScanGroups {
+        table: &f.table,
+        access: &access,
+        filter,
+        cond: cond.as_ref(),
+        group: &[fact_key],
+        push: &push,
+        aggs: &p.aggs,
+        collations: &[None],
+    }
+    .run(tx, ctx, None)?;
+    let mut by_key: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
+    for (at, (values, _)) in partials.iter().enumerate() {
+        by_key.insert(group_key(values, &[None]), at);
+    }
+    // The dim rows that join some, each folded into its group.
+    let width = p.source.len();
+    let members = group_members(p);
+    let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
+    let mut index: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
+    let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
+    let mut group_values: Vec<Vec<Val>> = Vec::new();
+    if !partials.is_empty() {
+        fetch_each(
+            tx,
+            &d.table,
+            &dim_access,
+            dim_filter,
+            None,
+            false,
+            dim_cond.as_ref(),
+            ctx,
+            None,
+            dim_columns.as_deref(),
+            ScanShape::default(),
+            |row, _, ctx| {
+                let Some(joined) = row
+                    .get(dim_key)
+                    .and_then(|v| by_key.get(&group_key(std::slice::from_ref(v), &[None])))
+                else {
+                    return Ok(true);
+                };
+                let mut combined = vec![Val::Null; width];
+                for (slot, v) in combined[d.offset..].iter_mut().zip(row) {
+                    *slot = v;
+                }
+                let mut values = Vec::with_capacity(p.group.len());
+                for g in &p.group {
+                    values.push(g.eval(&combined, ctx)?);
+                }
+                let gkey = group_key(&values, &p.group_collations);
+                let at = match index.get(&gkey) {
+                    Some(at) => *at,
+                    None => {
+                        if groups.len() >= GROUPS_IN_MEMORY_MAX {
+                            return Err(SqlError::unsupported(format_args!(
+                                "more than {GROUPS_IN_MEMORY_MAX} groups"
+                            )));
+                        }
+                        groups.push((combined, fresh.clone()));
+                        group_values.push(sorted_by_members(values, &members));
+                        index.insert(gkey, groups.len() - 1);
+                        groups.len() - 1
+                    }
+                };
+                let states = &mut groups[at].1;
+                for ((spec, st), part) in p.aggs.iter().zip(states).zip(&partials[*joined].1) {
+                    st.merge(spec, part, ctx)?;
+                }
+                Ok(true)
+            },
+        )?;
+    }
+    if !p.group.is_empty() && p.order.is_empty() {
+        groups = in_group_order(p, groups, &group_values);
+    }
+    if groups.is_empty() && p.group.is_empty() {
+        groups.push((vec![Val::Null; width], fresh));
+    }
+    finished(p, groups, ctx).map(Some)
+}
