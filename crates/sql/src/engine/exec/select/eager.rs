@@ -19,8 +19,13 @@ use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::{fetch_each, ScanShape};
 use crate::engine::expr::{CmpOp, Ctx, Expr, Val};
 use crate::engine::plan::join::{columns, map_columns, table_at};
-use crate::engine::plan::{self};
+use crate::engine::plan::{self, Access};
 use crate::error::{SqlError, SqlResult};
+
+/// Keys up to which the other table is read by its primary key, the keys
+/// the aggregated rows hold, rather than by its own condition (when they
+/// are under a quarter of its rows).
+const EAGER_KEY_READS_MAX: usize = 1_024;
 
 /// Whether column `c` of `table` is an integer (the join's two sides
 /// compare as stored values, and group by their value).
@@ -220,6 +225,27 @@ pub(super) fn joined_groups(
     for (at, (values, _)) in partials.iter().enumerate() {
         by_key.insert(group_key(values, &[None]), at);
     }
+    // Few keys of a larger table (the aggregated rows' condition picked
+    // a few customers): its rows by those keys, its own condition tested
+    // on each, rather than all of its rows.
+    let keyed = !matches!(dim_access, Access::Nothing)
+        && partials.len() <= EAGER_KEY_READS_MAX
+        && d.table
+            .stats
+            .rows()
+            .is_some_and(|rows| (partials.len() as u64).saturating_mul(4) < rows);
+    let (dim_access, dim_filter) = if keyed {
+        let tz = ctx.env.tz_secs;
+        let keys = partials
+            .iter()
+            .filter_map(|(values, _)| values.first())
+            .filter_map(|v| plan::exact(&d.table, dim_key, v, tz))
+            .map(|native| vec![native])
+            .collect();
+        (Access::Keys(keys), None)
+    } else {
+        (dim_access, dim_filter)
+    };
     // The dim rows that join some, each folded into its group.
     let width = p.source.len();
     let members = group_members(p);
