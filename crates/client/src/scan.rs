@@ -107,7 +107,9 @@ pub struct ScanOptions<'a> {
     /// values, then the aggregates' values, of the rows that passed since
     /// the partition's last batch (the caller merges them).
     pub aggregates: Vec<(proto::scan::AggregateFn, &'a str)>,
-    /// An aggregating scan's group columns (names).
+    /// An aggregating scan's group columns (names). Its `batch_rows` is
+    /// then the most groups a partition's batch holds, up to
+    /// `proto::scan::SCAN_GROUPS_MAX`.
     pub group_by: Vec<&'a str>,
 }
 
@@ -304,9 +306,15 @@ impl<'s> Transaction<'s> {
             LockMode::Committed if !blob_reads.is_empty() => LockMode::Shared,
             other => other,
         };
+        // A grouped aggregating scan's batch is of groups, up to
+        // SCAN_GROUPS_MAX.
+        let batch_max = match options.count && !options.group_by.is_empty() {
+            true => proto::scan::SCAN_GROUPS_MAX,
+            false => SCAN_BATCH_ROWS_MAX,
+        };
         let batch_rows = match options.batch_rows {
             0 => SCAN_BATCH_ROWS_DEFAULT,
-            n => n.min(SCAN_BATCH_ROWS_MAX),
+            n => n.min(batch_max),
         };
         let (lower, upper, more_ranges) =
             spec_ranges(options.lower, options.upper, options.more_ranges);

@@ -75,8 +75,10 @@
 //! deems one group). Sum, Min and Max take numeric columns whose sums
 //! cannot overflow a batch: integers, and DECIMALs of at most
 //! [`SCAN_SUM_DECIMAL_DIGITS_MAX`] digits; Min and Max DATE and DATETIME
-//! columns too (by date and time). A batch holds at most
-//! `batch_rows` groups: a row of one group more ends it.
+//! columns too (by date and time). A batch holds at most `batch_rows`
+//! groups (up to [`SCAN_GROUPS_MAX`] for a grouped scan) and group values
+//! of at most `SCAN_GROUP_KEY_BYTES_MAX` bytes: a row of one group more
+//! ends it.
 //!
 //! A *statistics* scan (NDB's table statistics: a scan reading the
 //! pseudo-columns `ROW_COUNT` and `FRAGMENT_MEMORY` of every fragment)
@@ -142,8 +144,17 @@ pub const COUNT_ROW_COLUMNS: usize = 1;
 pub const STATS_ROW_COLUMNS: usize = 3;
 /// Most partitions one scan's partition list names.
 pub const SCAN_PARTITIONS_MAX: usize = 1_024;
+/// Most groups one batch of an aggregating scan with group columns holds:
+/// its `batch_rows`, which only such a scan may set above
+/// [`SCAN_BATCH_ROWS_MAX`] (a batch of a few thousand groups is a few
+/// hundred KiB; a cap of 992 had a scan of 1,000 groups send each group
+/// three times a partition).
+pub const SCAN_GROUPS_MAX: u32 = 8_192;
 /// Most aggregates one aggregating scan computes.
 pub const SCAN_AGGREGATES_MAX: usize = 64;
+/// Most bytes of group values one batch of an aggregating scan holds
+/// (what bounds the data node's memory for a scan's groups).
+pub const SCAN_GROUP_KEY_BYTES_MAX: usize = 512 * 1024;
 /// Most columns an aggregating scan groups by.
 pub const SCAN_GROUP_COLUMNS_MAX: usize = 16;
 /// Digits of the widest DECIMAL column an aggregating scan sums, takes
@@ -528,9 +539,13 @@ impl ScanSpec {
                 "a statistics scan reads whole fragments: no index and no filter".into(),
             ));
         }
-        if self.batch_rows == 0 || self.batch_rows > SCAN_BATCH_ROWS_MAX {
+        let batch_max = match self.count && !self.group_by.is_empty() {
+            true => SCAN_GROUPS_MAX,
+            false => SCAN_BATCH_ROWS_MAX,
+        };
+        if self.batch_rows == 0 || self.batch_rows > batch_max {
             return Err(bad(format!(
-                "a scan batch of {} rows: 1..={SCAN_BATCH_ROWS_MAX} allowed",
+                "a scan batch of {} rows: 1..={batch_max} allowed",
                 self.batch_rows
             )));
         }

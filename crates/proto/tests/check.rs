@@ -557,6 +557,32 @@ fn scans_are_checked() {
         ..counting.clone()
     };
     aggregating.check(&t).unwrap();
+    // A grouped one's batch is of groups, up to SCAN_GROUPS_MAX.
+    let groups_max = proto::scan::SCAN_GROUPS_MAX;
+    ScanSpec {
+        batch_rows: groups_max,
+        ..aggregating.clone()
+    }
+    .check(&t)
+    .unwrap();
+    for (refused, rows) in [
+        (aggregating.clone(), groups_max + 1),
+        (
+            ScanSpec {
+                group_by: Vec::new(),
+                ..aggregating.clone()
+            },
+            proto::scan::SCAN_BATCH_ROWS_MAX + 1,
+        ),
+    ] {
+        let e = ScanSpec {
+            batch_rows: rows,
+            ..refused
+        }
+        .check(&t)
+        .unwrap_err();
+        assert!(e.to_string().contains("scan batch of"), "{e}");
+    }
     for (refused, says) in [
         (
             ScanSpec {

@@ -41,6 +41,8 @@ pub(super) struct Groups {
     rows: Vec<u64>,
     /// Per group, per aggregate: its state (groups × aggregates).
     states: Vec<State>,
+    /// Bytes of the groups' keys (`SCAN_GROUP_KEY_BYTES_MAX` at most).
+    key_bytes: usize,
     /// Reused: the key of the row being added.
     scratch: Vec<u8>,
 }
@@ -48,8 +50,9 @@ pub(super) struct Groups {
 /// Why a row was not added ([`Groups::add`]).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum NotAdded {
-    /// Its group is new and the batch holds `batch_rows` groups already:
-    /// the batch goes first.
+    /// Its group is new and the batch holds `batch_rows` groups (or
+    /// `SCAN_GROUP_KEY_BYTES_MAX` bytes of their values) already: the
+    /// batch goes first.
     Full,
     /// A sum left the i128 it is kept in (cannot happen within the
     /// spec's limits).
@@ -63,6 +66,7 @@ impl Groups {
         self.keys.clear();
         self.rows.clear();
         self.states.clear();
+        self.key_bytes = 0;
     }
 
     /// Folds a row that passed into its group; a new group only while
@@ -91,9 +95,13 @@ impl Groups {
             match self.index.get(self.scratch.as_slice()) {
                 Some(&g) => g as usize,
                 None => {
-                    if self.rows.len() >= groups_max {
+                    let bytes = self.key_bytes + self.scratch.len();
+                    if self.rows.len() >= groups_max
+                        || (bytes > proto::scan::SCAN_GROUP_KEY_BYTES_MAX && !self.rows.is_empty())
+                    {
                         return Err(NotAdded::Full);
                     }
+                    self.key_bytes = bytes;
                     let key = self.scratch.clone();
                     let g = self.new_group(key.clone(), aggregates.len());
                     self.index.insert(key, g as u32);

@@ -362,8 +362,12 @@ impl ScanGroups<'_> {
                 count: true,
                 aggregates: &aggregates,
                 group_by: &group_by,
-                // As many groups a batch as a batch may hold rows.
-                batch_rows: proto::scan::SCAN_BATCH_ROWS_MAX,
+                // As many groups a batch as it may hold: few batches a
+                // partition, each group in one of them where they fit.
+                batch_rows: match group.is_empty() {
+                    true => proto::scan::SCAN_BATCH_ROWS_MAX,
+                    false => proto::scan::SCAN_GROUPS_MAX,
+                },
                 ..ScanShape::default()
             },
             |row, rest, ctx| {
