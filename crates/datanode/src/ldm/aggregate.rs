@@ -12,8 +12,6 @@
 //! batch's sum never overflows; it is checked anyway, and an overflow
 //! fails the scan rather than return a wrong sum.
 
-use std::collections::HashMap;
-
 use proto::scan::{AggregateFn, ScanAggregate};
 use proto::value::{put_uint, put_value};
 use schema::{ColumnType, Date, DateTime, Decimal, RowLayout, TableDef, ValueRef};
@@ -33,8 +31,8 @@ struct State {
 #[derive(Debug, Default)]
 pub(super) struct Groups {
     /// A group's key (its columns' values in the wire encoding) → its
-    /// number. Empty without group columns: the one group is number 0.
-    index: HashMap<Vec<u8>, u32>,
+    /// number (xxh3, keyed: users choose the values; `stdx::KeyMap`). Empty without group columns: the one group is number 0.
+    index: stdx::KeyMap<Vec<u8>, u32>,
     /// Per group in order of first row: its key.
     keys: Vec<Vec<u8>>,
     /// Per group: rows counted.
