@@ -2372,6 +2372,21 @@ pub(crate) fn warns_when_read(e: &Expr) -> bool {
     warns
 }
 
+/// Whether column `col` of `table` is an integer (TINYINT to BIGINT,
+/// either sign; not BIT, YEAR, ENUM or SET, stored as integers too).
+pub(crate) fn integer_column(table: &TableInfo, col: usize) -> bool {
+    matches!(
+        table.columns.get(col).map(|c| &c.ty),
+        Some(
+            SqlType::TinyInt { .. }
+                | SqlType::SmallInt { .. }
+                | SqlType::MediumInt { .. }
+                | SqlType::Int { .. }
+                | SqlType::BigInt { .. }
+        )
+    )
+}
+
 /// Whether the data nodes compare column `col` with the constant `other`
 /// as the SQL node does: an integer column with a constant that converts
 /// to it exactly ([`column_vs_const`]); a DECIMAL column with an exact
@@ -2396,12 +2411,10 @@ fn compares_exactly(
     let Some(column) = table.columns.get(col) else {
         return Ok(false);
     };
+    if integer_column(table, col) {
+        return Ok(true);
+    }
     let by_value = match column.ty {
-        SqlType::TinyInt { .. }
-        | SqlType::SmallInt { .. }
-        | SqlType::MediumInt { .. }
-        | SqlType::Int { .. }
-        | SqlType::BigInt { .. } => return Ok(true),
         SqlType::Decimal { .. } => false,
         SqlType::Date | SqlType::DateTime { .. } => true,
         _ => return Ok(false),
@@ -2433,18 +2446,7 @@ fn compares_exactly(
 /// are left to the SQL node's own test, which then runs on every row as
 /// before.
 pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<bool> {
-    let integer = |col: usize| {
-        matches!(
-            table.columns.get(col).map(|c| &c.ty),
-            Some(
-                SqlType::TinyInt { .. }
-                    | SqlType::SmallInt { .. }
-                    | SqlType::MediumInt { .. }
-                    | SqlType::Int { .. }
-                    | SqlType::BigInt { .. }
-            )
-        )
-    };
+    let integer = |col: usize| integer_column(table, col);
     for c in cond.conjuncts() {
         if c.is_constant() {
             continue;

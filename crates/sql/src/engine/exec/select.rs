@@ -5487,15 +5487,7 @@ fn aggregate(
     if let Some(r) = rollup {
         groups = r.rows(p, groups);
     }
-    let mut out = Vec::with_capacity(groups.len());
-    for (row, states) in groups {
-        let mut values = Vec::with_capacity(states.len());
-        for (spec, st) in p.aggs.iter().zip(states) {
-            values.push(st.finish(spec, ctx)?);
-        }
-        out.push((row, values));
-    }
-    Ok(out)
+    aggregated::finished(p, groups, ctx)
 }
 
 /// `groups` in GROUP BY order, as MariaDB returns them when no ORDER BY

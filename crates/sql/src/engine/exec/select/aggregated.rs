@@ -110,13 +110,8 @@ pub(super) fn pushdown(
 fn numeric(table: &TableInfo, c: usize) -> bool {
     let column = &table.columns[c];
     let sql = match column.ty {
-        SqlType::TinyInt { .. }
-        | SqlType::SmallInt { .. }
-        | SqlType::MediumInt { .. }
-        | SqlType::Int { .. }
-        | SqlType::BigInt { .. } => true,
         SqlType::Decimal { precision, .. } => precision <= SCAN_SUM_DECIMAL_DIGITS_MAX,
-        _ => false,
+        _ => plan::integer_column(table, c),
     };
     sql && table
         .native

@@ -15,7 +15,6 @@ use super::{
     assigns_user_vars, drop_planned, exactly_tested_read_of, group_key, group_members,
     in_group_order, plan_mark, sorted_by_members, AggState, Group, Planned, GROUPS_IN_MEMORY_MAX,
 };
-use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::{fetch_each, ScanShape};
 use crate::engine::expr::{CmpOp, Ctx, Expr, Val};
 use crate::engine::plan::join::{columns, map_columns, table_at};
@@ -26,21 +25,6 @@ use crate::error::{SqlError, SqlResult};
 /// the aggregated rows hold, rather than by its own condition (when they
 /// are under a quarter of its rows).
 const EAGER_KEY_READS_MAX: usize = 1_024;
-
-/// Whether column `c` of `table` is an integer (the join's two sides
-/// compare as stored values, and group by their value).
-fn integer(table: &TableInfo, c: usize) -> bool {
-    matches!(
-        table.columns.get(c).map(|c| &c.ty),
-        Some(
-            SqlType::TinyInt { .. }
-                | SqlType::SmallInt { .. }
-                | SqlType::MediumInt { .. }
-                | SqlType::Int { .. }
-                | SqlType::BigInt { .. }
-        )
-    )
-}
 
 /// The groups of a two-table inner join aggregated below the join (see the
 /// module doc), each its row (the other table's columns NULL) and its
@@ -158,8 +142,8 @@ pub(super) fn joined_groups(
     let primary: Vec<usize> = d.table.primary_key_columns().collect();
     if d.table.hidden_key
         || primary != [dim_key]
-        || !integer(&d.table, dim_key)
-        || !integer(&f.table, fact_key)
+        || !plan::integer_column(&d.table, dim_key)
+        || !plan::integer_column(&f.table, fact_key)
     {
         return Ok(None);
     }
