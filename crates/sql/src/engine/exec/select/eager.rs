@@ -17,9 +17,17 @@ use super::{
 };
 use crate::engine::exec::{fetch_each, ScanShape};
 use crate::engine::expr::{CmpOp, Ctx, Expr, Val};
-use crate::engine::plan::join::{columns, map_columns, table_at};
+use crate::engine::plan::join::{columns, estimate_rows, map_columns, rows_per_key, table_at};
 use crate::engine::plan::{self, Access};
 use crate::error::{SqlError, SqlResult};
+
+/// How many times fewer than the aggregated table's rows the rows a join
+/// reads of it must be for the join to be cheaper than aggregating them
+/// all where they are: `bench/queries-compare.sh` (2 × 2 on 2 vCPUs,
+/// 50,000 orders) joined 19 customers' 950 orders in 1.1 ms against 5.2
+/// ms aggregated, and a tenth of the customers' 5,000 in 4.0 ms against
+/// 5.0 ms; all 50,000 in 51 ms against 8.3 ms.
+const EAGER_JOINED_ROWS_RATIO: u64 = 5;
 
 /// Keys up to which the other table is read by its primary key, the keys
 /// the aggregated rows hold, rather than by its own condition (when they
@@ -174,6 +182,26 @@ pub(super) fn joined_groups(
     if ctx.warnings.len() > warned.0 {
         drop_planned(ctx, warned);
         return Ok(None);
+    }
+    // A selective condition of the other table (`WHERE c.id < 20`): the
+    // join reads its few rows' keys' rows along an index of the join
+    // column, fewer than the aggregating scan examines of all the
+    // aggregated rows by more than a data node's row costs less than a
+    // row sent to the SQL node. Joined as before then.
+    let fact_native = f.table.columns[fact_key].native;
+    let along = f.table.keys.iter().find_map(|k| {
+        (k.columns.first() == Some(&fact_native))
+            .then_some(k.ordered.as_deref())
+            .flatten()
+    });
+    if let (Some(index), Some(fact_rows)) = (along, f.table.stats.rows()) {
+        let joined = estimate_rows(&d.table, &dim_access)
+            .saturating_mul(rows_per_key(&f.table, index, 1))
+            .saturating_mul(EAGER_JOINED_ROWS_RATIO);
+        if joined < fact_rows {
+            drop_planned(ctx, warned);
+            return Ok(None);
+        }
     }
     // The dim columns the query names (a TEXT one not named is not read:
     // its read would lock).
