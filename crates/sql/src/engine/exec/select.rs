@@ -30,6 +30,17 @@ use crate::value::ColumnMeta;
 /// Most groups hash aggregation keeps in memory (past it the query fails
 /// with 1105 rather than exhaust the SQL node).
 pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
+
+/// Fails a statement whose grouping holds `groups` groups already, the
+/// most it may ([`GROUPS_IN_MEMORY_MAX`]).
+fn room_for_group(groups: usize) -> SqlResult<()> {
+    if groups >= GROUPS_IN_MEMORY_MAX {
+        return Err(SqlError::unsupported(format_args!(
+            "more than {GROUPS_IN_MEMORY_MAX} groups"
+        )));
+    }
+    Ok(())
+}
 /// Most rows a query sorts or de-duplicates in memory.
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
@@ -3357,11 +3368,6 @@ fn run_one(
         }
     }
     let mut commit = commit;
-    if let Some(rows) = counted(tx, p, ctx, commit.as_deref_mut())? {
-        let counts = vec![Val::Int(rows); p.aggs.len()];
-        let group = (vec![Val::Null; p.source.len()], counts);
-        return shape_groups(p, vec![group], None, ctx);
-    }
     if let Some(groups) = groups_in_order(tx, p, ctx)? {
         return shape_groups(p, groups, None, ctx);
     }
@@ -3738,43 +3744,9 @@ pub(super) fn drop_planned(ctx: &mut Ctx<'_>, mark: (usize, usize)) {
     ctx.env.range_warned.forget_since(mark.1);
 }
 
-/// The read of [`counted`]: its access, the pushed filter and the WHERE.
-type CountRead = (Access, Option<skarv_client::Filter>, Option<Expr>);
-
-/// The read of [`counted`], or None when the query is not one.
-fn count_read(tx_pending: usize, p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Option<CountRead>> {
-    let Some(table) = &p.table else {
-        return Ok(None);
-    };
-    let simple = reads_its_table_alone(p)
-        && p.cond.is_some()
-        && p.group.is_empty()
-        && !p.rollup
-        && !p.aggs.is_empty()
-        && tx_pending == 0
-        && !assigns_user_vars(p);
-    if !simple {
-        return Ok(None);
-    }
-    // Every aggregate counts every row: COUNT(*), COUNT(1), COUNT of a
-    // NOT NULL column.
-    let counts_rows = p.aggs.iter().all(|a| {
-        !a.distinct
-            && a.concat.is_none()
-            && match (a.func, &a.arg) {
-                (AggFn::CountStar, _) => true,
-                (AggFn::Count, Some(Expr::Lit(v))) => !v.is_null(),
-                (AggFn::Count, Some(Expr::Col(c))) => {
-                    table.columns.get(*c).is_some_and(|col| !col.nullable)
-                }
-                _ => false,
-            }
-    });
-    if !counts_rows || names_bare_column(p) {
-        return Ok(None);
-    }
-    exactly_tested_read(p, table, ctx)
-}
+/// A read of a WHERE the data nodes test whole ([`exactly_tested_read`]):
+/// its access, the pushed filter and the WHERE.
+type ExactRead = (Access, Option<skarv_client::Filter>, Option<Expr>);
 
 /// The read of a WHERE (none too) the data nodes test whole, each row
 /// once: its access (a scan, or ranges of an index that do not overlap),
@@ -3785,7 +3757,7 @@ fn exactly_tested_read(
     p: &Planned,
     table: &Arc<TableInfo>,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Option<CountRead>> {
+) -> SqlResult<Option<ExactRead>> {
     exactly_tested_read_of(table, p.cond.as_ref(), &p.hints, ctx)
 }
 
@@ -3796,7 +3768,7 @@ fn exactly_tested_read_of(
     cond: Option<&Expr>,
     hints: &Hints,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Option<CountRead>> {
+) -> SqlResult<Option<ExactRead>> {
     // A constant whose reading warns (`k >= '1999-06-01'` of an INT k):
     // its warnings come as the rows are read (MariaDB's, at the first
     // row compared or from its range optimizer): read as before.
@@ -3845,53 +3817,6 @@ fn exactly_tested_read_of(
         return Ok(None);
     }
     Ok(Some((access, filter, cond)))
-}
-
-/// `SELECT COUNT(*) FROM t WHERE …` (COUNT(1), COUNT of a NOT NULL
-/// column; expressions of the counts, HAVING, ORDER BY, LIMIT) whose
-/// whole WHERE the data nodes test: a counting scan, each partition
-/// saying how many of its rows pass instead of returning them (MariaDB
-/// counts along an index without reading the rows either). The count;
-/// None (the rows read as before) for anything else, a condition the SQL
-/// node must test itself, a key read, or a transaction with writes to
-/// flush or that wrote (its reads lock, to see its writes).
-/// `commit` as `fetch_each` takes it: an autocommit read's scan ends its
-/// transaction (no commit round trip).
-fn counted(
-    tx: &skarv_client::Transaction<'_>,
-    p: &Planned,
-    ctx: &mut Ctx<'_>,
-    commit: Option<&mut bool>,
-) -> SqlResult<Option<i64>> {
-    let (Some(table), Some((access, filter, cond))) =
-        (&p.table, count_read(tx.pending_ops(), p, ctx)?)
-    else {
-        return Ok(None);
-    };
-    let mut rows = 0i64;
-    fetch_each(
-        tx,
-        table,
-        &access,
-        filter,
-        None,
-        false,
-        cond.as_ref(),
-        ctx,
-        commit,
-        None,
-        super::ScanShape {
-            count: true,
-            ..super::ScanShape::default()
-        },
-        |row, _, _| {
-            if let Some(Val::Int(n)) = row.first() {
-                rows = rows.saturating_add(*n);
-            }
-            Ok(true)
-        },
-    )?;
-    Ok(Some(rows))
 }
 
 /// Rows a value of the distinct columns holds on average (the index
@@ -5462,11 +5387,7 @@ fn aggregate(
         let at = match index.get(&key) {
             Some(at) => *at,
             None => {
-                if groups.len() >= GROUPS_IN_MEMORY_MAX {
-                    return Err(SqlError::unsupported(format_args!(
-                        "more than {GROUPS_IN_MEMORY_MAX} groups"
-                    )));
-                }
+                room_for_group(groups.len())?;
                 groups.push((row.clone(), fresh.clone()));
                 if sorted {
                     group_values.push(sorted_by_members(key_values, &members));

@@ -17,7 +17,7 @@ use skarv_client::{AggregateFn, Filter, Value};
 
 use super::{
     assigns_user_vars, exactly_tested_read, group_key, group_members, in_group_order,
-    reads_its_table_alone, sorted_by_members, AggState, Group, Planned, GROUPS_IN_MEMORY_MAX,
+    reads_its_table_alone, room_for_group, sorted_by_members, AggState, Group, Planned,
 };
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::{convert, fetch_each, ScanShape};
@@ -389,11 +389,7 @@ impl ScanGroups<'_> {
                     match index.get(&key) {
                         Some(at) => *at,
                         None => {
-                            if groups.len() >= GROUPS_IN_MEMORY_MAX {
-                                return Err(SqlError::unsupported(format_args!(
-                                    "more than {GROUPS_IN_MEMORY_MAX} groups"
-                                )));
-                            }
+                            room_for_group(groups.len())?;
                             groups.push((values, fresh.clone()));
                             index.insert(key, groups.len() - 1);
                             groups.len() - 1

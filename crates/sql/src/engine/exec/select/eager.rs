@@ -13,13 +13,13 @@
 use super::aggregated::{finished, pushdown, ScanGroups};
 use super::{
     assigns_user_vars, drop_planned, exactly_tested_read_of, group_key, group_members,
-    in_group_order, plan_mark, sorted_by_members, AggState, Group, Planned, GROUPS_IN_MEMORY_MAX,
+    in_group_order, plan_mark, room_for_group, sorted_by_members, AggState, Group, Planned,
 };
 use crate::engine::exec::{fetch_each, ScanShape};
 use crate::engine::expr::{CmpOp, Ctx, Expr, Val};
 use crate::engine::plan::join::{columns, estimate_rows, map_columns, rows_per_key, table_at};
 use crate::engine::plan::{self, Access};
-use crate::error::{SqlError, SqlResult};
+use crate::error::SqlResult;
 
 /// How many times fewer than the aggregated table's rows the rows a join
 /// reads of it must be for the join to be cheaper than aggregating them
@@ -77,9 +77,6 @@ pub(super) fn joined_groups(
     for a in &p.aggs {
         if let Some(arg) = &a.arg {
             columns(arg, &mut read);
-        }
-        if let Some(gc) = &a.concat {
-            gc.args.iter().for_each(|x| columns(x, &mut read));
         }
     }
     let mut named = Vec::new();
@@ -297,11 +294,7 @@ pub(super) fn joined_groups(
                 let at = match index.get(&gkey) {
                     Some(at) => *at,
                     None => {
-                        if groups.len() >= GROUPS_IN_MEMORY_MAX {
-                            return Err(SqlError::unsupported(format_args!(
-                                "more than {GROUPS_IN_MEMORY_MAX} groups"
-                            )));
-                        }
+                        room_for_group(groups.len())?;
                         groups.push((combined, fresh.clone()));
                         group_values.push(sorted_by_members(values, &members));
                         index.insert(gkey, groups.len() - 1);
