@@ -373,11 +373,15 @@ class Gen:
             # test the whole WHERE).
             nums = [c for c, kind in scope if kind in ("int", "dec")]
             ordered = nums + [c for c, kind in scope if kind == "date"]
+            # DISTINCT ones of any column: grouped by it too.
+            anything = [c for c, kind in scope]
             aggs = []
             for _ in range(rng.randint(1, 4)):
                 fn = rng.choice(["COUNT(*)", "COUNT(%s)", "SUM(%s)", "MIN(%s)", "MAX(%s)",
-                                 "AVG(%s)"])
+                                 "AVG(%s)", "COUNT(DISTINCT %s)", "SUM(DISTINCT %s)"])
                 pick = ordered if fn[:3] in ("MIN", "MAX") else nums
+                if fn == "COUNT(DISTINCT %s)":
+                    pick = anything
                 aggs.append(fn.replace("%s", rng.choice(pick)))
             keys = [self.col(scope, rng.choice(["int", "text"]))
                     for _ in range(rng.randint(0, 2))]

@@ -795,6 +795,25 @@ fn distinct_reads_step_over_repeats() {
         ),
         ("SELECT COUNT(*) FROM d GROUP BY h", &["1500"][..], true),
         ("SELECT SUM(id + 1) FROM d", &["4501500"][..], false),
+        // DISTINCT aggregates of a column no index leads (h: 'b', 'A',
+        // 'a', 'B', two values case-blind): grouped by it too; and
+        // SELECT DISTINCT of it, as its groups.
+        (
+            "SELECT COUNT(DISTINCT h), COUNT(*), SUM(DISTINCT g) FROM d",
+            &["2", "3000", "45"][..],
+            true,
+        ),
+        (
+            "SELECT g, COUNT(DISTINCT h), COUNT(*) FROM d WHERE id < 1000 GROUP BY g",
+            &["0", "2", "100"][..],
+            true,
+        ),
+        (
+            "SELECT COUNT(*) FROM (SELECT DISTINCT h FROM d) t",
+            &["2"][..],
+            true,
+        ),
+        ("SELECT COUNT(DISTINCT UPPER(h)) FROM d", &["2"][..], false),
     ] {
         let (rows, bytes) = read(&mut conn, sql);
         assert_eq!(rows[0], expected, "{sql}");
@@ -806,6 +825,22 @@ fn distinct_reads_step_over_repeats() {
                 "{sql}: {bytes} of {whole_bytes}"
             );
         }
+    }
+    // EXPLAIN says which reads are aggregating scans.
+    let extra = |conn: &mut Conn<'_>, sql: &str| q(conn, &format!("EXPLAIN {sql}"))[0][11].clone();
+    for (sql, pushed) in [
+        ("SELECT g, SUM(id) FROM d GROUP BY g", true),
+        ("SELECT COUNT(DISTINCT h) FROM d WHERE g > 3", true),
+        ("SELECT DISTINCT h FROM d", true),
+        ("SELECT SUM(id + 1) FROM d", false),
+        ("SELECT DISTINCT g FROM d", false),
+    ] {
+        let extra = extra(&mut conn, sql);
+        assert_eq!(
+            extra.contains("Using pushed aggregation"),
+            pushed,
+            "{sql}: {extra}"
+        );
     }
     // Aggregates of d joined to a table by its primary key, grouped by
     // that table's columns: d aggregated per join key where it is, a row

@@ -3410,71 +3410,22 @@ fn groups_in_order(
     p: &Planned,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<Vec<Group>>> {
-    let Some(table) = &p.table else {
+    let (Some(table), Some(read)) = (&p.table, groups_in_order_read(tx.pending_ops(), p, ctx)?)
+    else {
         return Ok(None);
     };
-    let Some(limit) = p.limit else {
-        return Ok(None);
-    };
-    let stop_after = limit.saturating_add(p.offset);
-    let simple = reads_its_table_alone(p)
-        && !p.group.is_empty()
-        && p.having.is_none()
-        && !p.rollup
-        && !p.distinct
-        && stop_after <= GROUPS_IN_ORDER_MAX
-        && tx.pending_ops() == 0;
-    if !simple {
-        return Ok(None);
-    }
-    // GROUP BY's columns in one direction: ORDER BY's if it names them
-    // (all of them, in that order), else ascending, as MariaDB returns
-    // groups.
-    let descending = p.order.first().is_some_and(|(_, d)| *d);
-    let mut grouped = Vec::with_capacity(p.group.len());
-    for g in &p.group {
-        let Expr::Col(c) = g else {
-            return Ok(None);
-        };
-        grouped.push(*c);
-    }
-    let order: Vec<(Expr, bool)> = grouped
-        .iter()
-        .map(|c| (Expr::Col(*c), descending))
-        .collect();
-    let same = |(a, d): &(Expr, bool), (b, e): &(Expr, bool)| {
-        d == e && matches!((a, b), (Expr::Col(x), Expr::Col(y)) if x == y)
-    };
-    let ordered_as_grouped =
-        p.order.len() == order.len() && p.order.iter().zip(&order).all(|(a, b)| same(a, b));
-    if !p.order.is_empty() && !ordered_as_grouped {
-        return Ok(None);
-    }
-    let warned = ctx.warnings.len();
-    // Groups that need each value once (`distinct_read`) come one row a
-    // value from each partition, when that index gives GROUP BY's order.
-    let distinct = distinct_read(tx.pending_ops(), p, ctx)?;
-    ctx.warnings.truncate(warned);
-    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
-    let usable = |native: &str| p.hints.usable(table, native);
-    let (access, filter, distinct_prefix) = match distinct {
-        Some((access, filter, _, prefix)) if plan::follows_index(table, &order, &access) => {
-            (access, filter, prefix)
-        }
-        _ => {
-            let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
-            (along_order(table, &order, access, &usable), filter, 0)
-        }
-    };
-    let merged = if plan::follows_index(table, &order, &access) {
-        merge_plan(table, &order, &access, cond.as_deref(), ctx)?
-    } else {
-        None
-    };
-    let (Some(merged), Access::Range { index, .. }) = (merged, &access) else {
-        // Planned again by `found_of`, its warnings with it.
-        ctx.warnings.truncate(warned);
-        return Ok(None);
+    let InOrderRead {
+        access,
+        filter,
+        cond,
+        distinct_prefix,
+        merged,
+        descending,
+        grouped,
+        stop_after,
+    } = read;
+    let Access::Range { index, .. } = &access else {
+        unreachable!("groups in order read an ordered index")
     };
     // The first batches hold about the rows of the groups wanted, as the
     // index statistics count a group's rows (`ANALYZE TABLE`).
@@ -3509,7 +3460,7 @@ fn groups_in_order(
     };
     let read = super::merge::MergedRead {
         filter,
-        cond: cond.as_deref(),
+        cond: cond.as_ref(),
         columns: columns.as_deref(),
         stop_after: Some(rows_hint),
         distinct_prefix,
@@ -3533,6 +3484,106 @@ fn groups_in_order(
         groups.push(finish(done, ctx)?);
     }
     Ok(Some(groups))
+}
+
+/// The read of [`groups_in_order`]: the access along the index, its
+/// pushed filter, the WHERE, the distinct prefix, the partitions merged
+/// (`merge_plan`), the direction, the GROUP BY columns and the groups
+/// wanted (OFFSET plus LIMIT).
+struct InOrderRead {
+    access: Access,
+    filter: Option<skarv_client::Filter>,
+    cond: Option<Expr>,
+    distinct_prefix: u8,
+    merged: (Vec<u32>, Vec<usize>),
+    descending: bool,
+    grouped: Vec<usize>,
+    stop_after: u64,
+}
+
+/// The read of [`groups_in_order`], or None when the query is not one
+/// (`tx_pending`: the transaction's writes not yet sent).
+fn groups_in_order_read(
+    tx_pending: usize,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<InOrderRead>> {
+    let Some(table) = &p.table else {
+        return Ok(None);
+    };
+    let Some(limit) = p.limit else {
+        return Ok(None);
+    };
+    let stop_after = limit.saturating_add(p.offset);
+    let simple = reads_its_table_alone(p)
+        && !p.group.is_empty()
+        && p.having.is_none()
+        && !p.rollup
+        && !p.distinct
+        && stop_after <= GROUPS_IN_ORDER_MAX
+        && tx_pending == 0;
+    if !simple {
+        return Ok(None);
+    }
+    // GROUP BY's columns in one direction: ORDER BY's if it names them
+    // (all of them, in that order), else ascending, as MariaDB returns
+    // groups.
+    let descending = p.order.first().is_some_and(|(_, d)| *d);
+    let mut grouped = Vec::with_capacity(p.group.len());
+    for g in &p.group {
+        let Expr::Col(c) = g else {
+            return Ok(None);
+        };
+        grouped.push(*c);
+    }
+    let order: Vec<(Expr, bool)> = grouped
+        .iter()
+        .map(|c| (Expr::Col(*c), descending))
+        .collect();
+    let same = |(a, d): &(Expr, bool), (b, e): &(Expr, bool)| {
+        d == e && matches!((a, b), (Expr::Col(x), Expr::Col(y)) if x == y)
+    };
+    let ordered_as_grouped =
+        p.order.len() == order.len() && p.order.iter().zip(&order).all(|(a, b)| same(a, b));
+    if !p.order.is_empty() && !ordered_as_grouped {
+        return Ok(None);
+    }
+    let warned = ctx.warnings.len();
+    // Groups that need each value once (`distinct_read`) come one row a
+    // value from each partition, when that index gives GROUP BY's order.
+    let distinct = distinct_read(tx_pending, p, ctx)?;
+    ctx.warnings.truncate(warned);
+    let cond = plan::fold_select_constants(table, p.cond.as_ref(), ctx)?;
+    let usable = |native: &str| p.hints.usable(table, native);
+    let (access, filter, distinct_prefix) = match distinct {
+        Some((access, filter, _, prefix)) if plan::follows_index(table, &order, &access) => {
+            (access, filter, prefix)
+        }
+        _ => {
+            let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
+            (along_order(table, &order, access, &usable), filter, 0)
+        }
+    };
+    let merged = if plan::follows_index(table, &order, &access) {
+        merge_plan(table, &order, &access, cond.as_deref(), ctx)?
+    } else {
+        None
+    };
+    let (Some(merged), Access::Range { .. }) = (merged, &access) else {
+        // Planned again by `found_of`, its warnings with it.
+        ctx.warnings.truncate(warned);
+        return Ok(None);
+    };
+    Ok(Some(InOrderRead {
+        access,
+        filter,
+        cond: cond.map(std::borrow::Cow::into_owned),
+        distinct_prefix,
+        merged,
+        descending,
+        grouped,
+        stop_after,
+    }))
 }
 
 /// Whether `p` is `SELECT COUNT(*) [, COUNT(*) …] FROM t` of one table
@@ -5001,7 +5052,7 @@ const GENERAL_CI: Option<Collation> = Some(Collation::Utf8mb4GeneralCi);
 
 /// The collation values of kind `k` sort and group under: a string's own
 /// (None: a binary string, by bytes).
-fn kind_collation(k: Kind) -> Option<Collation> {
+pub(super) fn kind_collation(k: Kind) -> Option<Collation> {
     match k {
         Kind::Str { collation } => collation,
         _ => GENERAL_CI,

@@ -17,7 +17,8 @@ use skarv_client::{AggregateFn, Filter, Value};
 
 use super::{
     assigns_user_vars, exactly_tested_read, group_key, group_members, in_group_order,
-    reads_its_table_alone, room_for_group, sorted_by_members, AggState, Group, Planned,
+    kind_collation, named_outside_where, reads_its_table_alone, room_for_group, sorted_by_members,
+    AggState, Group, Planned,
 };
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::{convert, fetch_each, ScanShape};
@@ -39,6 +40,11 @@ enum Fold {
     Sum { sum: usize, count: Option<usize> },
     /// MIN or MAX: the value at this place.
     Best(usize),
+    /// An aggregate of the distinct values of this column (SQL position):
+    /// the scan groups by it too, and each group's value is folded as a
+    /// row's would be (the aggregate's state drops the values it has seen,
+    /// as they arrive from several partitions and batches).
+    Distinct(usize),
 }
 
 /// An aggregating scan of a query: its read, the scan's aggregates and
@@ -49,7 +55,15 @@ struct AggregatedRead {
     filter: Option<Filter>,
     cond: Option<Expr>,
     push: Pushdown,
+    /// The scan's group columns: first the query's groups' (its GROUP BY
+    /// columns; for a SELECT DISTINCT of no GROUP BY or aggregate, every
+    /// column named outside the WHERE), then the DISTINCT aggregates'
+    /// columns not among them.
     group: Vec<usize>,
+    /// How many of `group` make the query's groups.
+    grouped: usize,
+    /// The collations their values are compared under.
+    collations: Vec<Option<Collation>>,
 }
 
 /// The scan's aggregates for a query's (functions of the scanned table's
@@ -62,9 +76,10 @@ pub(super) struct Pushdown {
 
 /// The [`Pushdown`] of `aggs`, whose arguments `column` maps to columns of
 /// `table` (None: not one of its columns), or None when one is not
-/// pushed: a DISTINCT one, GROUP_CONCAT, STD and the like, one of an
-/// expression, a SUM of a column not [`numeric`], a MIN or MAX of one
-/// not [`ordered`].
+/// pushed: GROUP_CONCAT, STD and the like, one of an expression, a SUM of
+/// a column not [`numeric`], a MIN or MAX of one not [`ordered`], a
+/// DISTINCT one of a column not [`groupable`] (any other DISTINCT one is
+/// made of the groups of its column's values: [`Pushdown::distinct`]).
 pub(super) fn pushdown(
     table: &TableInfo,
     aggs: &[AggSpec],
@@ -81,10 +96,17 @@ pub(super) fn pushdown(
         };
     let mut folds = Vec::with_capacity(aggs.len());
     for a in aggs {
-        if a.distinct || a.concat.is_some() {
+        if a.concat.is_some() {
             return None;
         }
         let column = a.arg.as_ref().and_then(column);
+        if a.distinct {
+            match column {
+                Some(c) if groupable(table, c) => folds.push(Fold::Distinct(c)),
+                _ => return None,
+            }
+            continue;
+        }
         let nullable = column.is_some_and(|c| table.columns[c].nullable);
         let fold = match (a.func, &a.arg, column) {
             (AggFn::CountStar, _, _) => Fold::Rows,
@@ -102,6 +124,32 @@ pub(super) fn pushdown(
         folds.push(fold);
     }
     (aggregates.len() <= proto::scan::SCAN_AGGREGATES_MAX).then_some(Pushdown { aggregates, folds })
+}
+
+impl Pushdown {
+    /// The columns (SQL positions) of the DISTINCT aggregates, each once,
+    /// which the scan must group by too.
+    pub(super) fn distinct(&self) -> Vec<usize> {
+        let mut columns = Vec::new();
+        for f in &self.folds {
+            if let Fold::Distinct(c) = f {
+                if !columns.contains(c) {
+                    columns.push(*c);
+                }
+            }
+        }
+        columns
+    }
+}
+
+/// Whether the data nodes group rows by column `c`: any but BLOB and TEXT
+/// (their values are not in the row).
+fn groupable(table: &TableInfo, c: usize) -> bool {
+    table
+        .columns
+        .get(c)
+        .and_then(|col| table.native.def().columns.get(col.native))
+        .is_some_and(|n| !n.ty.is_blob())
 }
 
 /// Whether the data nodes sum, or take the least or greatest of, column
@@ -142,11 +190,13 @@ fn ordered(table: &TableInfo, c: usize) -> bool {
 }
 
 /// The aggregating scan of `p`, or None when it is not one: a join, a
-/// lock, ROLLUP, a window, a DISTINCT or GROUP_CONCAT aggregate, one of an
-/// expression or of another type, GROUP BY of anything but columns (or
-/// of a unique key's: a group per row gains nothing), a column named
-/// outside the aggregates that is not grouped by, a WHERE the SQL node
-/// would test, or a transaction with writes to flush.
+/// lock, ROLLUP, a window, a GROUP_CONCAT aggregate, one of an
+/// expression or of another type, GROUP BY of anything but columns (or,
+/// with the DISTINCT aggregates' columns, of a unique key's: a group per
+/// row gains nothing), a column named outside the aggregates that is not
+/// grouped by, a WHERE the SQL node would test, or a transaction with
+/// writes to flush. `SELECT DISTINCT a, b FROM t` is one too: its rows
+/// are those of `GROUP BY a, b`, made distinct as any.
 fn aggregated_read(
     tx_pending: usize,
     p: &Planned,
@@ -155,39 +205,41 @@ fn aggregated_read(
     let Some(table) = &p.table else {
         return Ok(None);
     };
+    let distinct_rows = p.distinct && p.group.is_empty() && p.aggs.is_empty();
     let simple = reads_its_table_alone(p)
         && !p.rollup
-        && (!p.aggs.is_empty() || !p.group.is_empty())
+        && (!p.aggs.is_empty() || !p.group.is_empty() || distinct_rows)
         && tx_pending == 0
         && !assigns_user_vars(p);
     if !simple {
         return Ok(None);
     }
-    let def = table.native.def();
     let mut group = Vec::with_capacity(p.group.len());
-    for g in &p.group {
-        match g {
-            Expr::Col(c)
-                if table
-                    .columns
-                    .get(*c)
-                    .and_then(|col| def.columns.get(col.native))
-                    .is_some_and(|n| !n.ty.is_blob()) =>
-            {
-                group.push(*c);
+    if distinct_rows {
+        for e in named_outside_where(p) {
+            plan::join::columns(e, &mut group);
+        }
+        group.sort_unstable();
+        group.dedup();
+        if group.is_empty() || !group.iter().all(|c| groupable(table, *c)) {
+            return Ok(None);
+        }
+    } else {
+        for g in &p.group {
+            match g {
+                Expr::Col(c) if groupable(table, *c) => group.push(*c),
+                _ => return Ok(None),
             }
-            _ => return Ok(None),
         }
     }
-    let grouped_natives: Vec<usize> = group.iter().map(|c| table.columns[*c].native).collect();
-    if !group.is_empty()
-        && table
-            .keys
+    let grouped = group.len();
+    let collations = match distinct_rows {
+        true => group
             .iter()
-            .any(|k| k.unique && k.columns.iter().all(|c| grouped_natives.contains(c)))
-    {
-        return Ok(None);
-    }
+            .map(|c| kind_collation(convert::column_kind(&table.columns[*c].ty)))
+            .collect(),
+        false => p.group_collations.clone(),
+    };
     // The groups' rows show their group values only.
     let mut bare = Vec::new();
     let order = p.order.iter().map(|(e, _)| e);
@@ -203,6 +255,20 @@ fn aggregated_read(
     }) else {
         return Ok(None);
     };
+    for c in push.distinct() {
+        if !group.contains(&c) {
+            group.push(c);
+        }
+    }
+    let grouped_natives: Vec<usize> = group.iter().map(|c| table.columns[*c].native).collect();
+    if !group.is_empty()
+        && table
+            .keys
+            .iter()
+            .any(|k| k.unique && k.columns.iter().all(|c| grouped_natives.contains(c)))
+    {
+        return Ok(None);
+    }
     if group.len() > proto::scan::SCAN_GROUP_COLUMNS_MAX {
         return Ok(None);
     }
@@ -215,7 +281,18 @@ fn aggregated_read(
         cond,
         push,
         group,
+        grouped,
+        collations,
     }))
+}
+
+/// Whether `p` is read by an aggregating scan ([`aggregated`]), as
+/// EXPLAIN says ("Using pushed aggregation").
+pub(super) fn aggregates_pushed(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+    let warned = super::plan_mark(ctx);
+    let read = aggregated_read(0, p, ctx)?;
+    super::drop_planned(ctx, warned);
+    Ok(read.is_some())
 }
 
 /// The groups of `p` (each its row, holding its group values, and its
@@ -237,9 +314,10 @@ pub(super) fn aggregated(
         filter: read.filter.clone(),
         cond: read.cond.as_ref(),
         group: &read.group,
+        grouped: read.grouped,
         push: &read.push,
         aggs: &p.aggs,
-        collations: &p.group_collations,
+        collations: &read.collations,
     };
     let scanned = scan.run(tx, ctx, commit)?;
     let width = p.source.len();
@@ -261,7 +339,9 @@ pub(super) fn aggregated(
     if !p.group.is_empty() && p.order.is_empty() {
         groups = in_group_order(p, groups, &group_values);
     }
-    if groups.is_empty() && p.group.is_empty() {
+    // Aggregates of no group are a row even of no rows; distinct rows
+    // are not.
+    if groups.is_empty() && p.group.is_empty() && !p.aggs.is_empty() {
         groups.push((
             vec![Val::Null; width],
             p.aggs.iter().map(AggState::fresh).collect(),
@@ -288,14 +368,16 @@ pub(super) fn finished(
 }
 
 /// An aggregating scan of `table` for the aggregates `aggs`, grouped by
-/// its columns `group` (SQL positions; their values compared under
-/// `collations`).
+/// its columns `group` (SQL positions), whose first `grouped` make the
+/// query's groups (their values compared under `collations`) and the
+/// rest are those of DISTINCT aggregates.
 pub(super) struct ScanGroups<'a> {
     pub table: &'a Arc<TableInfo>,
     pub access: &'a Access,
     pub filter: Option<Filter>,
     pub cond: Option<&'a Expr>,
     pub group: &'a [usize],
+    pub grouped: usize,
     pub push: &'a Pushdown,
     pub aggs: &'a [AggSpec],
     pub collations: &'a [Option<Collation>],
@@ -317,10 +399,19 @@ impl ScanGroups<'_> {
             filter,
             cond,
             group,
+            grouped,
             push,
             aggs,
             collations,
         } = self;
+        debug_assert!(grouped <= group.len());
+        // Where each DISTINCT aggregate's values are among the groups'.
+        let distinct_at = |c: usize| {
+            group
+                .iter()
+                .position(|g| *g == c)
+                .expect("a DISTINCT aggregate's column is grouped by")
+        };
         let def = table.native.def();
         let name = |c: usize| def.columns[table.columns[c].native].name.as_str();
         let aggregates: Vec<(AggregateFn, &str)> = push
@@ -374,23 +465,23 @@ impl ScanGroups<'_> {
                     return Err(malformed(format!("a row of {} values", rest.len() + 1)));
                 }
                 let (keys, partials) = rest.split_at(group.len());
-                let at = if group.is_empty() {
+                let values: Vec<Val> = keys
+                    .iter()
+                    .zip(group)
+                    .map(|(v, c)| convert::from_native(v, &table.columns[*c].ty, tz))
+                    .collect();
+                let at = if grouped == 0 {
                     if groups.is_empty() {
                         groups.push((Vec::new(), fresh.clone()));
                     }
                     0
                 } else {
-                    let values: Vec<Val> = keys
-                        .iter()
-                        .zip(group)
-                        .map(|(v, c)| convert::from_native(v, &table.columns[*c].ty, tz))
-                        .collect();
-                    let key = group_key(&values, collations);
+                    let key = group_key(&values[..grouped], collations);
                     match index.get(&key) {
                         Some(at) => *at,
                         None => {
                             room_for_group(groups.len())?;
-                            groups.push((values, fresh.clone()));
+                            groups.push((values[..grouped].to_vec(), fresh.clone()));
                             index.insert(key, groups.len() - 1);
                             groups.len() - 1
                         }
@@ -431,6 +522,7 @@ impl ScanGroups<'_> {
                                 convert::from_native(&partials[i], &table.columns[column].ty, tz);
                             st.fold_partial(spec, 0, v, ctx)?;
                         }
+                        Fold::Distinct(c) => st.fold(spec, values[distinct_at(c)].clone(), ctx)?,
                     }
                 }
                 Ok(true)

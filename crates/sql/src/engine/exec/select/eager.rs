@@ -156,7 +156,10 @@ pub(super) fn joined_groups(
         Expr::Col(c) if table_of(*c) == Some(fact) => Some(*c - f.offset),
         _ => None,
     };
-    let Some(push) = pushdown(&f.table, &p.aggs, &in_fact) else {
+    // A DISTINCT aggregate's values seen per join key cannot be merged
+    // into another key's group (its state drops values, not partials).
+    let Some(push) = pushdown(&f.table, &p.aggs, &in_fact).filter(|p| p.distinct().is_empty())
+    else {
         return Ok(None);
     };
     // Both reads planned before either runs: one that turns out not to
@@ -225,6 +228,7 @@ pub(super) fn joined_groups(
         filter,
         cond: cond.as_ref(),
         group: &[fact_key],
+        grouped: 1,
         push: &push,
         aggs: &p.aggs,
         collations: &[None],

@@ -894,6 +894,10 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     Ok(rows)
 }
 
+/// EXPLAIN's Extra of a table read by an aggregating scan: the data nodes
+/// send each group's partial aggregates, not its rows.
+const PUSHED_AGGREGATION: &str = "Using pushed aggregation";
+
 /// EXPLAIN's Extra of a JSON_TABLE, as MariaDB's.
 const TABLE_FUNCTION: &str = "Table function: json_table";
 
@@ -1062,6 +1066,17 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         }
         None => single_access(table, p, p.cond.as_ref(), ctx)?,
     };
+    // Aggregated where the rows are (`aggregated`), unless a read that
+    // `run_one` tries first takes the query.
+    let pushed_aggregation = distinct.is_none() && {
+        let warned = super::plan_mark(ctx);
+        let in_order = super::groups_in_order_read(0, p, ctx)?.is_some();
+        super::drop_planned(ctx, warned);
+        !in_order && super::aggregated::aggregates_pushed(p, ctx)?
+    };
+    if pushed_aggregation {
+        sort_extra.insert(0, PUSHED_AGGREGATION.into());
+    }
     let (_, sorted) = order_by_index(table, p, &access, p.cond.as_ref(), ctx)?;
     let mut row = access_row(table, &access, p.cond.is_some() || p.late.is_some());
     if let (Some((_, _, _, prefix)), Access::Range { index, columns, .. }) = (&distinct, &access) {
@@ -1413,6 +1428,7 @@ fn table_json(r: &Row, indent: &str) -> String {
             "Using filesort" => fields.push("\"using_filesort\": true".to_owned()),
             "Using temporary" => fields.push("\"using_temporary_table\": true".to_owned()),
             TABLE_FUNCTION => fields.push("\"table_function\": \"json_table\"".to_owned()),
+            PUSHED_AGGREGATION => fields.push("\"pushed_aggregation\": true".to_owned()),
             other => fields.push(format!("\"message\": {}", js(other))),
         }
     }
