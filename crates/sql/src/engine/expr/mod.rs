@@ -1185,7 +1185,7 @@ impl<'a> Scope<'a> {
                     }
                 }
                 let numeric = self.is_numeric(&x);
-                let items: Vec<Expr> = items
+                let mut items: Vec<Expr> = items
                     .into_iter()
                     .map(|i| match self.year_constant(&x, i) {
                         // A number against an ENUM or SET: its number.
@@ -1203,6 +1203,14 @@ impl<'a> Scope<'a> {
                     return Ok(self.in_item_by_item(&x, &number, items, *negated));
                 }
                 let c = items.first().and_then(|i| self.collation_of(&x, i));
+                // An IN of one value is MariaDB's `=`: quotients compared at
+                // their scale.
+                if let [item] = items.as_mut_slice() {
+                    let one = std::mem::replace(item, Expr::Lit(Val::Null));
+                    let (a, b) = self.compared_at_scale(Box::new(x), Box::new(one));
+                    x = *a;
+                    *item = *b;
+                }
                 let parts: Vec<&Expr> = std::iter::once(&x).chain(&items).collect();
                 if parts.iter().all(|p| self.is_text(p)) {
                     self.binary_literals_as_text(&parts, c)?;
@@ -1528,6 +1536,16 @@ impl<'a> Scope<'a> {
                         }
                     }
                     args.extend(literal_compared);
+                    // NULLIF compares quotients at their scale, as `=`.
+                    if let (Func::NullIf, [a, b]) = (&f, args.as_slice()) {
+                        let compared_a = self.rounded_vs(a, b);
+                        let (ra, rb) =
+                            self.compared_at_scale(Box::new(a.clone()), Box::new(b.clone()));
+                        if compared_a {
+                            args.push(*ra);
+                        }
+                        args[1] = *rb;
+                    }
                     if let (Func::If, Some(condition)) = (&f, args.first_mut()) {
                         // A truth value: a bit-value or 0x literal's number.
                         let c = number(0, std::mem::replace(condition, Expr::Lit(Val::Null)));
@@ -2070,6 +2088,7 @@ impl<'a> Scope<'a> {
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
             let c = s.collation_of(&bl, &br);
+            let (bl, br) = s.compared_at_scale(bl, br);
             Expr::Cmp(op, bl, br, c)
         };
         Ok(match op {
@@ -2787,6 +2806,33 @@ impl<'a> Scope<'a> {
             (Kind::Double, _) => self.alternatives_as_double(e),
             _ => e,
         }
+    }
+
+    /// The operands of a comparison (`=`, `<>`, `<`, `<=`, `>`, `>=`,
+    /// `<=>`) that compares decimals, each quotient among them rounded to
+    /// the scale it is shown with, as MariaDB's comparator compares
+    /// decimals: `1/7 = 0.1429` and `1/7*14 = 2` hold there, though 1/7
+    /// keeps nine digits in arithmetic (`1/7*10000` is 1428.5714). BETWEEN,
+    /// CASE and an IN list of several values compare the digits as they
+    /// are (MariaDB's other comparators), and a comparison as doubles
+    /// (`1/7 = 0.1429e0`, `1/7 = '0.1429'`) too.
+    fn compared_at_scale(&self, a: Box<Expr>, b: Box<Expr>) -> (Box<Expr>, Box<Expr>) {
+        let (round_a, round_b) = (self.rounded_vs(&a, &b), self.rounded_vs(&b, &a));
+        let round = |e: Box<Expr>, round: bool| match round {
+            true => Box::new(self.at_scale(*e)),
+            false => e,
+        };
+        (round(a, round_a), round(b, round_b))
+    }
+
+    /// Whether [`Scope::compared_at_scale`] rounds `e` compared with
+    /// `other`: a decimal holding a quotient, compared with an exact
+    /// number.
+    fn rounded_vs(&self, e: &Expr, other: &Expr) -> bool {
+        let exact = |e: &Expr| matches!(self.kind(e), Kind::Int { .. } | Kind::Dec { .. });
+        let mut quotient = false;
+        e.each(&mut |x| quotient |= matches!(x, Expr::Arith(Arith::Div, ..)));
+        quotient && matches!(self.kind(e), Kind::Dec { .. }) && exact(other)
     }
 
     /// Lowers the condition of a WHERE or an ON: see [`Scope::condition`].
