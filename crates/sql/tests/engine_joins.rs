@@ -863,6 +863,20 @@ fn distinct_reads_step_over_repeats() {
         .collect();
     assert_eq!(rows, expected);
     few(bytes, "aggregates below the join");
+    // EXPLAIN shows d's read as the aggregating scan it is.
+    let d_row = |conn: &mut Conn<'_>, sql: &str| {
+        let plan = q(conn, &format!("EXPLAIN {sql}"));
+        let row = plan.iter().find(|r| r[2] == "d").cloned();
+        row.unwrap_or_else(|| panic!("{sql}: no row of d in {plan:?}"))
+    };
+    let row = d_row(&mut conn, &format!("{joined} GROUP BY k.label"));
+    assert!(row[11].contains("Using pushed aggregation"), "{row:?}");
+    assert_eq!(row[4], "ALL", "{row:?}");
+    let row = d_row(
+        &mut conn,
+        &format!("{joined} WHERE REVERSE(d.v) > '' GROUP BY k.label"),
+    );
+    assert!(!row[11].contains("Using pushed aggregation"), "{row:?}");
     let (rows, bytes) = read(
         &mut conn,
         &format!("{joined} WHERE REVERSE(d.v) > '' GROUP BY k.label"),

@@ -3804,12 +3804,15 @@ type ExactRead = (Access, Option<skarv_client::Filter>, Option<Expr>);
 /// pushed filter and the WHERE; None when the SQL node would test some
 /// of it itself, or its constants warn. What a counting or aggregating
 /// scan needs, whose rows the SQL node never sees.
+/// `wanted`: whether a read of that access is worth it (asked before the
+/// condition is checked whole, which costs more).
 fn exactly_tested_read(
     p: &Planned,
     table: &Arc<TableInfo>,
     ctx: &mut Ctx<'_>,
+    wanted: &dyn Fn(&Access) -> bool,
 ) -> SqlResult<Option<ExactRead>> {
-    exactly_tested_read_of(table, p.cond.as_ref(), &p.hints, ctx)
+    exactly_tested_read_of(table, p.cond.as_ref(), &p.hints, ctx, wanted)
 }
 
 /// [`exactly_tested_read`] of a condition `cond` of `table` (its
@@ -3819,6 +3822,7 @@ fn exactly_tested_read_of(
     cond: Option<&Expr>,
     hints: &Hints,
     ctx: &mut Ctx<'_>,
+    wanted: &dyn Fn(&Access) -> bool,
 ) -> SqlResult<Option<ExactRead>> {
     // A constant whose reading warns (`k >= '1999-06-01'` of an INT k):
     // its warnings come as the rows are read (MariaDB's, at the first
@@ -3831,7 +3835,7 @@ fn exactly_tested_read_of(
     let usable = |native: &str| hints.usable(table, native);
     let (access, filter) = plan::access_with(table, cond.as_deref(), ctx, &usable)?;
     let cond = cond.map(std::borrow::Cow::into_owned);
-    if ctx.warnings.len() > warned.0 {
+    if ctx.warnings.len() > warned.0 || !wanted(&access) {
         drop_planned(ctx, warned);
         return Ok(None);
     }

@@ -64,7 +64,19 @@ struct AggregatedRead {
     grouped: usize,
     /// The collations their values are compared under.
     collations: Vec<Option<Collation>>,
+    /// A SELECT DISTINCT's groups: each partial row is a row of its own,
+    /// which the query makes distinct as any rows (no merge here: its
+    /// values would be keyed twice).
+    distinct_rows: bool,
 }
+
+/// Rows the read of a SELECT DISTINCT of no GROUP BY or aggregate must be
+/// estimated to examine (index statistics, `ANALYZE TABLE`) to be read as
+/// its groups: below it the rows are read as before, since grouping them
+/// in the data nodes (a hash of each row's values) gains nothing when
+/// they are few, often each a value of its own (sysbench's `SELECT
+/// DISTINCT c … WHERE id BETWEEN ? AND ?` of 100 rows).
+const DISTINCT_GROUPS_ROWS_MIN: u64 = 1_000;
 
 /// The scan's aggregates for a query's (functions of the scanned table's
 /// columns, SQL positions), and how each of the query's aggregates is
@@ -272,7 +284,10 @@ fn aggregated_read(
     if group.len() > proto::scan::SCAN_GROUP_COLUMNS_MAX {
         return Ok(None);
     }
-    let Some((access, filter, cond)) = exactly_tested_read(p, table, ctx)? else {
+    let worth_it = |access: &Access| {
+        !distinct_rows || plan::join::estimate_rows(table, access) >= DISTINCT_GROUPS_ROWS_MIN
+    };
+    let Some((access, filter, cond)) = exactly_tested_read(p, table, ctx, &worth_it)? else {
         return Ok(None);
     };
     Ok(Some(AggregatedRead {
@@ -283,6 +298,7 @@ fn aggregated_read(
         group,
         grouped,
         collations,
+        distinct_rows,
     }))
 }
 
@@ -315,6 +331,7 @@ pub(super) fn aggregated(
         cond: read.cond.as_ref(),
         group: &read.group,
         grouped: read.grouped,
+        unmerged: read.distinct_rows,
         push: &read.push,
         aggs: &p.aggs,
         collations: &read.collations,
@@ -378,6 +395,9 @@ pub(super) struct ScanGroups<'a> {
     pub cond: Option<&'a Expr>,
     pub group: &'a [usize],
     pub grouped: usize,
+    /// Each partial row a group of its own (see
+    /// `AggregatedRead::distinct_rows`).
+    pub unmerged: bool,
     pub push: &'a Pushdown,
     pub aggs: &'a [AggSpec],
     pub collations: &'a [Option<Collation>],
@@ -400,6 +420,7 @@ impl ScanGroups<'_> {
             cond,
             group,
             grouped,
+            unmerged,
             push,
             aggs,
             collations,
@@ -475,6 +496,10 @@ impl ScanGroups<'_> {
                         groups.push((Vec::new(), fresh.clone()));
                     }
                     0
+                } else if unmerged {
+                    room_for_group(groups.len())?;
+                    groups.push((values[..grouped].to_vec(), fresh.clone()));
+                    groups.len() - 1
                 } else {
                     let key = group_key(&values[..grouped], collations);
                     match index.get(&key) {

@@ -10,7 +10,7 @@
 //! none (no such customer, or one the WHERE drops), so the groups'
 //! counts, sums, least and greatest values are those of the joined rows.
 
-use super::aggregated::{finished, pushdown, ScanGroups};
+use super::aggregated::{finished, pushdown, Pushdown, ScanGroups};
 use super::{
     assigns_user_vars, drop_planned, exactly_tested_read_of, group_key, group_members,
     in_group_order, plan_mark, room_for_group, sorted_by_members, AggState, Group, Planned,
@@ -49,6 +49,165 @@ pub(super) fn joined_groups(
     p: &Planned,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Option<Vec<Group>>> {
+    let (Some(spec), Some(read)) = (&p.join, eager_read(tx.pending_ops(), p, ctx)?) else {
+        return Ok(None);
+    };
+    let EagerRead {
+        fact,
+        dim,
+        fact_key,
+        dim_key,
+        push,
+        access,
+        filter,
+        cond,
+        dim_access,
+        dim_filter,
+        dim_cond,
+        dim_columns,
+    } = read;
+    let (f, d) = (&spec.tables[fact], &spec.tables[dim]);
+    // The fact rows aggregated per join key.
+    let partials = ScanGroups {
+        table: &f.table,
+        access: &access,
+        filter,
+        cond: cond.as_ref(),
+        group: &[fact_key],
+        grouped: 1,
+        unmerged: false,
+        push: &push,
+        aggs: &p.aggs,
+        collations: &[None],
+    }
+    .run(tx, ctx, None)?;
+    let mut by_key: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
+    for (at, (values, _)) in partials.iter().enumerate() {
+        by_key.insert(group_key(values, &[None]), at);
+    }
+    // Few keys of a larger table (the aggregated rows' condition picked
+    // a few customers): its rows by those keys, its own condition tested
+    // on each, rather than all of its rows.
+    let keyed = !matches!(dim_access, Access::Nothing)
+        && partials.len() <= EAGER_KEY_READS_MAX
+        && d.table
+            .stats
+            .rows()
+            .is_some_and(|rows| (partials.len() as u64).saturating_mul(4) < rows);
+    let (dim_access, dim_filter) = if keyed {
+        let tz = ctx.env.tz_secs;
+        let keys = partials
+            .iter()
+            .filter_map(|(values, _)| values.first())
+            .filter_map(|v| plan::exact(&d.table, dim_key, v, tz))
+            .map(|native| vec![native])
+            .collect();
+        (Access::Keys(keys), None)
+    } else {
+        (dim_access, dim_filter)
+    };
+    // The dim rows that join some, each folded into its group.
+    let width = p.source.len();
+    let members = group_members(p);
+    let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
+    let mut index: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
+    let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
+    let mut group_values: Vec<Vec<Val>> = Vec::new();
+    if !partials.is_empty() {
+        fetch_each(
+            tx,
+            &d.table,
+            &dim_access,
+            dim_filter,
+            None,
+            false,
+            dim_cond.as_ref(),
+            ctx,
+            None,
+            dim_columns.as_deref(),
+            ScanShape::default(),
+            |row, _, ctx| {
+                let Some(joined) = row
+                    .get(dim_key)
+                    .and_then(|v| by_key.get(&group_key(std::slice::from_ref(v), &[None])))
+                else {
+                    return Ok(true);
+                };
+                let mut combined = vec![Val::Null; width];
+                for (slot, v) in combined[d.offset..].iter_mut().zip(row) {
+                    *slot = v;
+                }
+                let mut values = Vec::with_capacity(p.group.len());
+                for g in &p.group {
+                    values.push(g.eval(&combined, ctx)?);
+                }
+                let gkey = group_key(&values, &p.group_collations);
+                let at = match index.get(&gkey) {
+                    Some(at) => *at,
+                    None => {
+                        room_for_group(groups.len())?;
+                        groups.push((combined, fresh.clone()));
+                        group_values.push(sorted_by_members(values, &members));
+                        index.insert(gkey, groups.len() - 1);
+                        groups.len() - 1
+                    }
+                };
+                let states = &mut groups[at].1;
+                for ((spec, st), part) in p.aggs.iter().zip(states).zip(&partials[*joined].1) {
+                    st.merge(spec, part, ctx)?;
+                }
+                Ok(true)
+            },
+        )?;
+    }
+    if !p.group.is_empty() && p.order.is_empty() {
+        groups = in_group_order(p, groups, &group_values);
+    }
+    if groups.is_empty() && p.group.is_empty() {
+        groups.push((vec![Val::Null; width], fresh));
+    }
+    finished(p, groups, ctx).map(Some)
+}
+
+/// The plan of [`joined_groups`]: which of the join's tables is
+/// aggregated (`fact`) and which joins it by its primary key (`dim`),
+/// their join columns (each table's positions), the aggregates pushed,
+/// the fact table's read and the dim table's (its columns named).
+pub(super) struct EagerRead<'p> {
+    fact: usize,
+    dim: usize,
+    fact_key: usize,
+    dim_key: usize,
+    push: Pushdown,
+    access: Access,
+    filter: Option<skarv_client::Filter>,
+    cond: Option<Expr>,
+    dim_access: Access,
+    dim_filter: Option<skarv_client::Filter>,
+    dim_cond: Option<Expr>,
+    dim_columns: Option<Vec<&'p str>>,
+}
+
+impl EagerRead<'_> {
+    /// The join's table (its place in the join) aggregated below it.
+    pub(super) fn aggregated_table(&self) -> usize {
+        self.fact
+    }
+
+    /// Its read: the access, whether a filter is pushed, whether it has a
+    /// condition.
+    pub(super) fn aggregated_access(&self) -> (&Access, bool, bool) {
+        (&self.access, self.filter.is_some(), self.cond.is_some())
+    }
+}
+
+/// The plan of [`joined_groups`], or None when the query is not one
+/// (`tx_pending`: the transaction's writes not yet sent).
+pub(super) fn eager_read<'p>(
+    tx_pending: usize,
+    p: &'p Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<EagerRead<'p>>> {
     let Some(spec) = &p.join else {
         return Ok(None);
     };
@@ -60,7 +219,7 @@ pub(super) fn joined_groups(
         && p.lock.is_none()
         && !p.rollup
         && !p.aggs.is_empty()
-        && tx.pending_ops() == 0
+        && tx_pending == 0
         && !assigns_user_vars(p)
         && spec.tables.len() == 2
         && spec
@@ -171,7 +330,7 @@ pub(super) fn joined_groups(
     let warned = plan_mark(ctx);
     let fact_cond = Expr::and_of(fact_conds);
     let Some((access, filter, cond)) =
-        exactly_tested_read_of(&f.table, fact_cond.as_ref(), &f.hints, ctx)?
+        exactly_tested_read_of(&f.table, fact_cond.as_ref(), &f.hints, ctx, &|_| true)?
     else {
         return Ok(None);
     };
@@ -221,103 +380,18 @@ pub(super) fn joined_groups(
         }
     }
     let dim_columns = crate::engine::exec::columns_used(&d.table, &used);
-    // The fact rows aggregated per join key.
-    let partials = ScanGroups {
-        table: &f.table,
-        access: &access,
+    Ok(Some(EagerRead {
+        fact,
+        dim,
+        fact_key,
+        dim_key,
+        push,
+        access,
         filter,
-        cond: cond.as_ref(),
-        group: &[fact_key],
-        grouped: 1,
-        push: &push,
-        aggs: &p.aggs,
-        collations: &[None],
-    }
-    .run(tx, ctx, None)?;
-    let mut by_key: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
-    for (at, (values, _)) in partials.iter().enumerate() {
-        by_key.insert(group_key(values, &[None]), at);
-    }
-    // Few keys of a larger table (the aggregated rows' condition picked
-    // a few customers): its rows by those keys, its own condition tested
-    // on each, rather than all of its rows.
-    let keyed = !matches!(dim_access, Access::Nothing)
-        && partials.len() <= EAGER_KEY_READS_MAX
-        && d.table
-            .stats
-            .rows()
-            .is_some_and(|rows| (partials.len() as u64).saturating_mul(4) < rows);
-    let (dim_access, dim_filter) = if keyed {
-        let tz = ctx.env.tz_secs;
-        let keys = partials
-            .iter()
-            .filter_map(|(values, _)| values.first())
-            .filter_map(|v| plan::exact(&d.table, dim_key, v, tz))
-            .map(|native| vec![native])
-            .collect();
-        (Access::Keys(keys), None)
-    } else {
-        (dim_access, dim_filter)
-    };
-    // The dim rows that join some, each folded into its group.
-    let width = p.source.len();
-    let members = group_members(p);
-    let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
-    let mut index: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
-    let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
-    let mut group_values: Vec<Vec<Val>> = Vec::new();
-    if !partials.is_empty() {
-        fetch_each(
-            tx,
-            &d.table,
-            &dim_access,
-            dim_filter,
-            None,
-            false,
-            dim_cond.as_ref(),
-            ctx,
-            None,
-            dim_columns.as_deref(),
-            ScanShape::default(),
-            |row, _, ctx| {
-                let Some(joined) = row
-                    .get(dim_key)
-                    .and_then(|v| by_key.get(&group_key(std::slice::from_ref(v), &[None])))
-                else {
-                    return Ok(true);
-                };
-                let mut combined = vec![Val::Null; width];
-                for (slot, v) in combined[d.offset..].iter_mut().zip(row) {
-                    *slot = v;
-                }
-                let mut values = Vec::with_capacity(p.group.len());
-                for g in &p.group {
-                    values.push(g.eval(&combined, ctx)?);
-                }
-                let gkey = group_key(&values, &p.group_collations);
-                let at = match index.get(&gkey) {
-                    Some(at) => *at,
-                    None => {
-                        room_for_group(groups.len())?;
-                        groups.push((combined, fresh.clone()));
-                        group_values.push(sorted_by_members(values, &members));
-                        index.insert(gkey, groups.len() - 1);
-                        groups.len() - 1
-                    }
-                };
-                let states = &mut groups[at].1;
-                for ((spec, st), part) in p.aggs.iter().zip(states).zip(&partials[*joined].1) {
-                    st.merge(spec, part, ctx)?;
-                }
-                Ok(true)
-            },
-        )?;
-    }
-    if !p.group.is_empty() && p.order.is_empty() {
-        groups = in_group_order(p, groups, &group_values);
-    }
-    if groups.is_empty() && p.group.is_empty() {
-        groups.push((vec![Val::Null; width], fresh));
-    }
-    finished(p, groups, ctx).map(Some)
+        cond,
+        dim_access,
+        dim_filter,
+        dim_cond,
+        dim_columns,
+    }))
 }

@@ -1029,6 +1029,30 @@ fn own_rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         if let Some(last) = rows.last_mut() {
             last.condition |= p.late.is_some();
         }
+        // Aggregates of one table computed below the join (`eager`): that
+        // table's row says so.
+        // Its row shows that read (an aggregating scan, not the join's
+        // access).
+        let warned = super::plan_mark(ctx);
+        let eager = super::eager::eager_read(0, p, ctx)?;
+        super::drop_planned(ctx, warned);
+        if let Some(e) = eager {
+            let t = &spec.tables[e.aggregated_table()];
+            let (access, pushed, tested) = e.aggregated_access();
+            if let Some(row) = rows
+                .iter_mut()
+                .find(|r| r.table.as_deref() == Some(t.alias.as_str()))
+            {
+                let mut read = access_row(&t.table, access, tested);
+                read.pushed = pushed && scans(&StepAccess::Own(access.clone()));
+                read.table = row.table.take();
+                read.partitions = std::mem::take(&mut row.partitions);
+                read.possible_keys = std::mem::take(&mut row.possible_keys);
+                read.extra = std::mem::take(&mut row.extra);
+                read.extra.insert(0, PUSHED_AGGREGATION.into());
+                *row = read;
+            }
+        }
         return Ok(rows);
     }
     let Some(table) = &p.table else {
