@@ -5,7 +5,7 @@
 //! The whole condition is still evaluated in the SQL node on the rows that
 //! come back, so a plan only has to be a superset of the answer.
 
-use schema::{IndexKind, Value};
+use schema::{Collation, IndexKind, Value};
 use skarv_client::{CmpOp as NCmp, Filter};
 
 use super::catalog::{SqlType, TableInfo};
@@ -2191,13 +2191,26 @@ pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Opt
     Some(native)
 }
 
+/// Whether a comparison under `coll` of column `col` with a constant may
+/// bound a key or be a pushed filter: the data nodes order and compare a
+/// CHAR or VARCHAR under the column's own collation, so only a comparison
+/// under that one may (`b = 'ABC' COLLATE utf8mb4_general_ci` of a binary
+/// b, bound or filtered under b's, dropped the 'abc' SQL finds). Columns
+/// of no collation compare as their type.
+fn in_column_collation(table: &TableInfo, col: usize, coll: Option<Collation>) -> bool {
+    match table.columns.get(col).and_then(|c| c.ty.collation()) {
+        None => true,
+        Some(own) => coll == Some(own),
+    }
+}
+
 /// The largest integer below which every integer is a double (2^53): a
 /// BIGINT compared with a double past it compares inexactly in SQL.
 const DOUBLE_EXACT_INTEGER_MAX: f64 = 9_007_199_254_740_992.0;
 
 fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) -> SqlResult<()> {
     match c {
-        Expr::Cmp(op, a, b, _) => {
+        Expr::Cmp(op, a, b, coll) => {
             let Some((col, v, flipped)) = column_vs(table, a, b, true, ctx)? else {
                 // `id = 1 / 0`: a column equal to (or compared with) NULL
                 // holds for no row, as `id IN (NULL)`: MariaDB's range
@@ -2211,6 +2224,9 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
                 }
                 return Ok(());
             };
+            if !in_column_collation(table, col, *coll) {
+                return Ok(());
+            }
             let op = if flipped { flip(*op) } else { *op };
             let f = &mut facts[col];
             match op {
@@ -2222,8 +2238,11 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
                 CmpOp::Ne => {}
             }
         }
-        Expr::In(x, list, false, ..) => {
+        Expr::In(x, list, false, coll, _) => {
             let Expr::Col(col) = **x else { return Ok(()) };
+            if !in_column_collation(table, col, *coll) {
+                return Ok(());
+            }
             if !list.iter().all(|x| silent(x).is_constant()) {
                 return Ok(());
             }
@@ -2242,9 +2261,10 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
             }
             facts[col].any_of = Some(values);
         }
-        Expr::Between(x, lo, hi, false, _) => {
+        Expr::Between(x, lo, hi, false, coll) => {
             let Expr::Col(col) = **x else { return Ok(()) };
-            if !(silent(lo).is_constant() && silent(hi).is_constant()) {
+            let constants = silent(lo).is_constant() && silent(hi).is_constant();
+            if !(in_column_collation(table, col, *coll) && constants) {
                 return Ok(());
             }
             let (l, h) = (silent(lo).eval(&[], ctx)?, silent(hi).eval(&[], ctx)?);
@@ -2275,12 +2295,15 @@ fn learn_rows(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Optio
     for (n, arm) in arms.iter().enumerate() {
         let mut fixed: Vec<(usize, Value)> = Vec::new();
         for part in arm.conjuncts() {
-            let Expr::Cmp(CmpOp::Eq, a, b, _) = part else {
+            let Expr::Cmp(CmpOp::Eq, a, b, coll) = part else {
                 return Ok(None);
             };
             let Some((col, v, _)) = column_vs(table, a, b, true, ctx)? else {
                 return Ok(None);
             };
+            if !in_column_collation(table, col, *coll) {
+                return Ok(None);
+            }
             if fixed.iter().any(|(c, _)| *c == col) {
                 return Ok(None);
             }
@@ -2398,14 +2421,20 @@ pub(crate) fn integer_column(table: &TableInfo, col: usize) -> bool {
 /// nodes order DECIMALs and dates by value as SQL does, so a value equal
 /// to the constant compares with every row as the constant does. A
 /// DOUBLE constant (compared as a double in SQL), a TIMESTAMP (a session
-/// time zone), TIME, text and floats are left to the SQL node.
+/// time zone), TIME and floats are left to the SQL node. A CHAR or
+/// VARCHAR column compared with text under its own collation (`coll`, the
+/// comparison's) is exact when the constant is stored as itself: both
+/// sides compare strings by the same `schema::Collation` (PAD SPACE);
+/// not one longer than the column, a CHAR's trailing spaces, nor another
+/// collation (`s = 'A' COLLATE utf8mb4_bin` of a case-blind s).
 fn compares_exactly(
     table: &TableInfo,
     col_expr: &Expr,
     other: &Expr,
+    coll: Option<Collation>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<bool> {
-    let Some((col, _, _)) = column_vs_const(table, col_expr, other, ctx)? else {
+    let Some((col, native, _)) = column_vs_const(table, col_expr, other, ctx)? else {
         return Ok(false);
     };
     let Some(column) = table.columns.get(col) else {
@@ -2413,6 +2442,20 @@ fn compares_exactly(
     };
     if integer_column(table, col) {
         return Ok(true);
+    }
+    if matches!(column.ty, SqlType::Char { .. } | SqlType::VarChar { .. }) {
+        let constant = match col_expr {
+            Expr::Col(_) => other,
+            _ => col_expr,
+        };
+        let before = ctx.warnings.len();
+        let v = silent(constant).eval(&[], ctx)?;
+        ctx.warnings.truncate(before);
+        let stored_as_itself = match (&v, &native) {
+            (Val::Str(text), Value::String(stored)) => text.as_slice() == stored.as_bytes(),
+            _ => false,
+        };
+        return Ok(stored_as_itself && coll.is_some() && coll == column.ty.collation());
     }
     let by_value = match column.ty {
         SqlType::Decimal { .. } => false,
@@ -2457,23 +2500,34 @@ pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) 
             return Ok(false);
         }
         let exact = match c {
-            Expr::Cmp(op, a, b, _) if *op != CmpOp::NullSafeEq => {
-                compares_exactly(table, a, b, ctx)?
+            Expr::Cmp(op, a, b, coll) if *op != CmpOp::NullSafeEq => {
+                compares_exactly(table, a, b, *coll, ctx)?
             }
-            Expr::Between(x, lo, hi, false, _) => match **x {
+            Expr::Between(x, lo, hi, false, coll) => match **x {
                 Expr::Col(_) => {
-                    compares_exactly(table, x, lo, ctx)? && compares_exactly(table, x, hi, ctx)?
+                    compares_exactly(table, x, lo, *coll, ctx)?
+                        && compares_exactly(table, x, hi, *coll, ctx)?
                 }
                 _ => false,
             },
             // An integer column IN integers: each an equality the data
             // nodes test as it is meant (`filter` pushes the ORed list).
-            Expr::In(x, list, false, _, _) if list.len() <= KEY_READS_MAX => match **x {
+            Expr::In(x, list, false, coll, _) if list.len() <= KEY_READS_MAX => match **x {
                 Expr::Col(col) if integer(col) => {
                     let mut all = true;
                     for item in list {
                         all &= matches!(item, Expr::Lit(Val::Int(_) | Val::UInt(_)))
                             && column_vs_const(table, x, item, ctx)?.is_some();
+                    }
+                    all
+                }
+                // Text IN text under the column's collation: each an
+                // equality compared exactly as above.
+                Expr::Col(_) => {
+                    let mut all = true;
+                    for item in list {
+                        all &= matches!(item, Expr::Lit(Val::Str(_)))
+                            && compares_exactly(table, x, item, *coll, ctx)?;
                     }
                     all
                 }
@@ -2492,10 +2546,13 @@ pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) 
 fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Filter>> {
     let native = |col: usize| table.columns.get(col).map(|c| c.native as u16);
     Ok(match c {
-        Expr::Cmp(op, a, b, _) if *op != CmpOp::NullSafeEq => {
+        Expr::Cmp(op, a, b, coll) if *op != CmpOp::NullSafeEq => {
             let Some((col, value, flipped)) = column_vs_const(table, a, b, ctx)? else {
                 return Ok(None);
             };
+            if !in_column_collation(table, col, *coll) {
+                return Ok(None);
+            }
             // The data nodes compare no BLOB or TEXT kept in parts: the
             // SQL node tests it.
             let def = table.native.def();
@@ -2526,10 +2583,13 @@ fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Fi
             }),
             _ => None,
         },
-        Expr::Like(x, p, '\\', false, _) => {
+        Expr::Like(x, p, '\\', false, coll) => {
             let (Expr::Col(col), Some(pat)) = (&**x, p.text_literal()) else {
                 return Ok(None);
             };
+            if !in_column_collation(table, *col, *coll) {
+                return Ok(None);
+            }
             // What the data nodes test LIKE on: a CHAR or VARCHAR as stored
             // (not a TEXT kept as a blob, which they refuse).
             let def = table.native.def();
