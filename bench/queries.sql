@@ -16,7 +16,10 @@ SELECT COUNT(*) FROM orders WHERE customer_id BETWEEN 100 AND 300
 SELECT COUNT(*) FROM orders WHERE id > 10000 AND customer_id < 500
 SELECT COUNT(*), SUM(amount) FROM orders
 SELECT status, COUNT(*) FROM orders GROUP BY status
+SELECT COUNT(*), SUM(amount) FROM orders WHERE status = 'paid'
 SELECT COUNT(DISTINCT customer_id) FROM orders
+SELECT COUNT(DISTINCT status) FROM orders
+SELECT DISTINCT status FROM orders
 SELECT customer_id, COUNT(*), SUM(amount) FROM orders GROUP BY customer_id ORDER BY customer_id LIMIT 5
 SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer_id ORDER BY o.created DESC LIMIT 20
 SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.country = 'SE' ORDER BY o.created DESC LIMIT 20
