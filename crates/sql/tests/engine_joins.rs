@@ -887,6 +887,29 @@ fn distinct_reads_step_over_repeats() {
     );
     assert_eq!(rows, expected);
     assert!(bytes * 4 > whole_bytes / 10, "{bytes} of {whole_bytes}");
+    // A condition of the other table that picks one row: that table
+    // first, then d aggregated for its key only (along gk), not joined
+    // row by row (300 rows of d) nor aggregated whole.
+    let (rows, bytes) = read(
+        &mut conn,
+        &format!("{joined} WHERE k.g = 1 GROUP BY k.label"),
+    );
+    assert_eq!(
+        rows,
+        [["odd".to_string(), "300".to_string(), "448800".to_string()]]
+    );
+    // (Joined, d's 300 rows of two columns came to 9,282 bytes of the
+    // whole table's 185,574; this read to 358.)
+    assert!(
+        bytes * 100 < whole_bytes,
+        "the other table first: {bytes} bytes of {whole_bytes}"
+    );
+    // No row of it: nothing of d read.
+    let (rows, _) = read(
+        &mut conn,
+        &format!("{joined} WHERE k.g = 7 GROUP BY k.label"),
+    );
+    assert!(rows.is_empty(), "{rows:?}");
     // Few join keys of a large table: its rows read by those keys (5 of
     // d's 3,000), not all of them.
     let (rows, bytes) = read(

@@ -13,11 +13,14 @@
 use super::aggregated::{finished, pushdown, Pushdown, ScanGroups};
 use super::{
     assigns_user_vars, drop_planned, exactly_tested_read_of, group_key, group_members,
-    in_group_order, plan_mark, room_for_group, sorted_by_members, AggState, Group, Planned,
+    in_group_order, plan_mark, room_for_group, sorted_by_members, AggState, ExactRead, Group,
+    Planned,
 };
 use crate::engine::exec::{fetch_each, ScanShape};
-use crate::engine::expr::{CmpOp, Ctx, Expr, Val};
-use crate::engine::plan::join::{columns, estimate_rows, map_columns, rows_per_key, table_at};
+use crate::engine::expr::{CmpOp, Ctx, Expr, InList, Val};
+use crate::engine::plan::join::{
+    columns, estimate_rows, map_columns, rows_per_key, table_at, JoinTable,
+};
 use crate::engine::plan::{self, Access};
 use crate::error::SqlResult;
 
@@ -28,6 +31,17 @@ use crate::error::SqlResult;
 /// ms aggregated, and a tenth of the customers' 5,000 in 4.0 ms against
 /// 5.0 ms; all 50,000 in 51 ms against 8.3 ms.
 const EAGER_JOINED_ROWS_RATIO: u64 = 5;
+
+/// Rows of the other table up to which, when its condition is that
+/// selective (the statistics' estimate), it is read first and the
+/// aggregated table aggregated for its keys only (IN lists of them along
+/// the join column's index, `plan::INDEX_POINTS_MAX` points each).
+const EAGER_OTHER_FIRST_ROWS_MAX: u64 = plan::INDEX_POINTS_MAX as u64;
+
+/// Aggregating scans of the keys read first, one after another, up to
+/// which they are read so (more keys than the estimate said); past it the
+/// aggregated table is read whole.
+const EAGER_OTHER_FIRST_SCANS_MAX: usize = 4;
 
 /// Keys up to which the other table is read by its primary key, the keys
 /// the aggregated rows hold, rather than by its own condition (when they
@@ -65,22 +79,61 @@ pub(super) fn joined_groups(
         dim_filter,
         dim_cond,
         dim_columns,
+        other_first,
     } = read;
     let (f, d) = (&spec.tables[fact], &spec.tables[dim]);
-    // The fact rows aggregated per join key.
-    let partials = ScanGroups {
-        table: &f.table,
-        access: &access,
-        filter,
-        cond: cond.as_ref(),
-        group: &[fact_key],
-        grouped: 1,
-        unmerged: false,
-        push: &push,
-        aggs: &p.aggs,
-        collations: &[None],
+    // The other table first when its condition picks few rows: the
+    // aggregated one then for their keys only.
+    let dim_rows = match other_first {
+        Some(_) => {
+            let mut rows = Vec::new();
+            fetch_each(
+                tx,
+                &d.table,
+                &dim_access,
+                dim_filter.clone(),
+                None,
+                false,
+                dim_cond.as_ref(),
+                ctx,
+                None,
+                dim_columns.as_deref(),
+                ScanShape::default(),
+                |row, _, _| {
+                    rows.push(row);
+                    Ok(true)
+                },
+            )?;
+            Some(rows)
+        }
+        None => None,
+    };
+    let for_keys = match (&dim_rows, &other_first) {
+        (Some(rows), Some(fact_cond)) => {
+            for_keys_reads(f, fact_key, dim_key, fact_cond.as_ref(), rows, ctx)?
+        }
+        _ => None,
+    };
+    let reads = for_keys.unwrap_or_else(|| vec![(access, filter, cond)]);
+    // The fact rows aggregated per join key (each key in one read).
+    let mut partials = Vec::new();
+    for (access, filter, cond) in reads {
+        partials.extend(
+            ScanGroups {
+                table: &f.table,
+                access: &access,
+                filter,
+                cond: cond.as_ref(),
+                group: &[fact_key],
+                grouped: 1,
+                unmerged: false,
+                push: &push,
+                aggs: &p.aggs,
+                collations: &[None],
+            }
+            .run(tx, ctx, None)?,
+        );
     }
-    .run(tx, ctx, None)?;
     let mut by_key: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
     for (at, (values, _)) in partials.iter().enumerate() {
         by_key.insert(group_key(values, &[None]), at);
@@ -89,6 +142,7 @@ pub(super) fn joined_groups(
     // a few customers): its rows by those keys, its own condition tested
     // on each, rather than all of its rows.
     let keyed = !matches!(dim_access, Access::Nothing)
+        && dim_rows.is_none()
         && partials.len() <= EAGER_KEY_READS_MAX
         && d.table
             .stats
@@ -113,52 +167,62 @@ pub(super) fn joined_groups(
     let mut index: stdx::KeyMap<Vec<u8>, usize> = stdx::KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     let mut group_values: Vec<Vec<Val>> = Vec::new();
-    if !partials.is_empty() {
-        fetch_each(
-            tx,
-            &d.table,
-            &dim_access,
-            dim_filter,
-            None,
-            false,
-            dim_cond.as_ref(),
-            ctx,
-            None,
-            dim_columns.as_deref(),
-            ScanShape::default(),
-            |row, _, ctx| {
-                let Some(joined) = row
-                    .get(dim_key)
-                    .and_then(|v| by_key.get(&group_key(std::slice::from_ref(v), &[None])))
-                else {
-                    return Ok(true);
-                };
-                let mut combined = vec![Val::Null; width];
-                for (slot, v) in combined[d.offset..].iter_mut().zip(row) {
-                    *slot = v;
-                }
-                let mut values = Vec::with_capacity(p.group.len());
-                for g in &p.group {
-                    values.push(g.eval(&combined, ctx)?);
-                }
-                let gkey = group_key(&values, &p.group_collations);
-                let at = match index.get(&gkey) {
-                    Some(at) => *at,
-                    None => {
-                        room_for_group(groups.len())?;
-                        groups.push((combined, fresh.clone()));
-                        group_values.push(sorted_by_members(values, &members));
-                        index.insert(gkey, groups.len() - 1);
-                        groups.len() - 1
-                    }
-                };
-                let states = &mut groups[at].1;
-                for ((spec, st), part) in p.aggs.iter().zip(states).zip(&partials[*joined].1) {
-                    st.merge(spec, part, ctx)?;
-                }
-                Ok(true)
-            },
-        )?;
+    let mut fold = |row: Vec<Val>, ctx: &mut Ctx<'_>| {
+        let Some(joined) = row
+            .get(dim_key)
+            .and_then(|v| by_key.get(&group_key(std::slice::from_ref(v), &[None])))
+        else {
+            return Ok(true);
+        };
+        let mut combined = vec![Val::Null; width];
+        for (slot, v) in combined[d.offset..].iter_mut().zip(row) {
+            *slot = v;
+        }
+        let mut values = Vec::with_capacity(p.group.len());
+        for g in &p.group {
+            values.push(g.eval(&combined, ctx)?);
+        }
+        let gkey = group_key(&values, &p.group_collations);
+        let at = match index.get(&gkey) {
+            Some(at) => *at,
+            None => {
+                room_for_group(groups.len())?;
+                groups.push((combined, fresh.clone()));
+                group_values.push(sorted_by_members(values, &members));
+                index.insert(gkey, groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        let states = &mut groups[at].1;
+        for ((spec, st), part) in p.aggs.iter().zip(states).zip(&partials[*joined].1) {
+            st.merge(spec, part, ctx)?;
+        }
+        SqlResult::Ok(true)
+    };
+    match dim_rows {
+        // Read first: folded in the order read.
+        Some(rows) => {
+            for row in rows {
+                fold(row, ctx)?;
+            }
+        }
+        None if !partials.is_empty() => {
+            fetch_each(
+                tx,
+                &d.table,
+                &dim_access,
+                dim_filter,
+                None,
+                false,
+                dim_cond.as_ref(),
+                ctx,
+                None,
+                dim_columns.as_deref(),
+                ScanShape::default(),
+                |row, _, ctx| fold(row, ctx),
+            )?;
+        }
+        None => {}
     }
     if !p.group.is_empty() && p.order.is_empty() {
         groups = in_group_order(p, groups, &group_values);
@@ -186,6 +250,9 @@ pub(super) struct EagerRead<'p> {
     dim_filter: Option<skarv_client::Filter>,
     dim_cond: Option<Expr>,
     dim_columns: Option<Vec<&'p str>>,
+    /// The other table read first (its condition picks few rows), the
+    /// aggregated one then for their keys: its own condition, if any.
+    other_first: Option<Option<Expr>>,
 }
 
 impl EagerRead<'_> {
@@ -353,13 +420,20 @@ pub(super) fn eager_read<'p>(
             .then_some(k.ordered.as_deref())
             .flatten()
     });
+    // Unless that condition picks so few that the other table is read
+    // first and the aggregated one for their keys only, along the index.
+    let mut other_first = None;
     if let (Some(index), Some(fact_rows)) = (along, f.table.stats.rows()) {
-        let joined = estimate_rows(&d.table, &dim_access)
+        let dim_rows = estimate_rows(&d.table, &dim_access);
+        let joined = dim_rows
             .saturating_mul(rows_per_key(&f.table, index, 1))
             .saturating_mul(EAGER_JOINED_ROWS_RATIO);
         if joined < fact_rows {
-            drop_planned(ctx, warned);
-            return Ok(None);
+            if dim_rows > EAGER_OTHER_FIRST_ROWS_MAX {
+                drop_planned(ctx, warned);
+                return Ok(None);
+            }
+            other_first = Some(fact_cond.clone());
         }
     }
     // The dim columns the query names (a TEXT one not named is not read:
@@ -393,5 +467,57 @@ pub(super) fn eager_read<'p>(
         dim_filter,
         dim_cond,
         dim_columns,
+        other_first,
     }))
+}
+
+/// The aggregated table's reads for the keys of the other table's `rows`
+/// (read first; `dim_key` their join column): its own condition
+/// `fact_cond` and its join column `fact_key` IN some of those keys, each
+/// key in one read, which the data nodes test whole (points along the
+/// join column's index). None to make for no key; None at all (its whole
+/// read as planned) for more keys than `EAGER_OTHER_FIRST_SCANS_MAX`
+/// reads of an index's points, or a read not tested whole.
+fn for_keys_reads(
+    f: &JoinTable,
+    fact_key: usize,
+    dim_key: usize,
+    fact_cond: Option<&Expr>,
+    rows: &[Vec<Val>],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Vec<ExactRead>>> {
+    let mut seen: stdx::KeyMap<Vec<u8>, ()> = stdx::KeyMap::default();
+    let mut keys = Vec::with_capacity(rows.len());
+    for row in rows {
+        let Some(v) = row.get(dim_key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        if seen
+            .insert(group_key(std::slice::from_ref(v), &[None]), ())
+            .is_none()
+        {
+            keys.push(Expr::Lit(v.clone()));
+        }
+    }
+    // Each read as many keys as an index reads as points: a filter of
+    // more equalities per row would cost more than the whole read.
+    if keys.len() > plan::INDEX_POINTS_MAX * EAGER_OTHER_FIRST_SCANS_MAX {
+        return Ok(None);
+    }
+    let mut reads = Vec::new();
+    for chunk in keys.chunks(plan::INDEX_POINTS_MAX) {
+        let among = Expr::In(
+            Box::new(Expr::Col(fact_key)),
+            chunk.to_vec(),
+            false,
+            None,
+            InList::Written,
+        );
+        let cond = Expr::and_of(fact_cond.cloned().into_iter().chain([among]));
+        match exactly_tested_read_of(&f.table, cond.as_ref(), &f.hints, ctx, &|_| true)? {
+            Some(read) => reads.push(read),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(reads))
 }
