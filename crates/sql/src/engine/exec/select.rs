@@ -48,6 +48,7 @@ mod aggregated;
 mod eager;
 mod explain;
 mod filesort;
+mod late;
 mod sets;
 mod union;
 pub(crate) use explain::{
@@ -2325,6 +2326,8 @@ fn streams(plans: &Plans) -> bool {
         && !assigns_user_vars(p)
         // Its rows are claimed once all candidates are known.
         && !claims_in_order(p)
+        // A deep page is placed first, then read (`late`).
+        && !late::deep_page(p)
 }
 
 /// Whether the query assigns user variables (`@n := @n + 1`): its rows
@@ -3379,6 +3382,9 @@ fn run_one(
     }
     if let Some(groups) = eager::joined_groups(tx, p, ctx)? {
         return shape_groups(p, groups, None, ctx);
+    }
+    if let Some(rows) = late::late_rows(tx, p, ctx)? {
+        return Ok(rows);
     }
     let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
