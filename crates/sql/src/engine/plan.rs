@@ -2443,35 +2443,30 @@ fn compares_exactly(
     if integer_column(table, col) {
         return Ok(true);
     }
-    if matches!(column.ty, SqlType::Char { .. } | SqlType::VarChar { .. }) {
-        let constant = match col_expr {
-            Expr::Col(_) => other,
-            _ => col_expr,
-        };
-        let before = ctx.warnings.len();
-        let v = silent(constant).eval(&[], ctx)?;
-        ctx.warnings.truncate(before);
-        let stored_as_itself = match (&v, &native) {
-            (Val::Str(text), Value::String(stored)) => text.as_slice() == stored.as_bytes(),
-            _ => false,
-        };
-        return Ok(stored_as_itself && coll.is_some() && coll == column.ty.collation());
-    }
+    let text = matches!(column.ty, SqlType::Char { .. } | SqlType::VarChar { .. });
     let by_value = match column.ty {
         SqlType::Decimal { .. } => false,
         SqlType::Date | SqlType::DateTime { .. } => true,
+        _ if text => false,
         _ => return Ok(false),
     };
     let constant = match col_expr {
         Expr::Col(_) => other,
         _ => col_expr,
     };
-    // `exact` made sure the stored form equals the constant as SQL
-    // compares them; SQL compares a DECIMAL with an exact number and a
-    // date with a date or text as stored values compare.
     let before = ctx.warnings.len();
     let v = silent(constant).eval(&[], ctx)?;
     ctx.warnings.truncate(before);
+    if text {
+        let stored_as_itself = match (&v, &native) {
+            (Val::Str(text), Value::String(stored)) => text.as_slice() == stored.as_bytes(),
+            _ => false,
+        };
+        return Ok(stored_as_itself && coll.is_some() && coll == column.ty.collation());
+    }
+    // `exact` made sure the stored form equals the constant as SQL
+    // compares them; SQL compares a DECIMAL with an exact number and a
+    // date with a date or text as stored values compare.
     Ok(match &v {
         Val::Int(_) | Val::UInt(_) | Val::Dec(_) => !by_value,
         Val::Str(_) | Val::Date(_) | Val::DateTime(..) => by_value,
