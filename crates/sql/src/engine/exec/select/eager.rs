@@ -84,8 +84,8 @@ pub(super) fn joined_groups(
     let (f, d) = (&spec.tables[fact], &spec.tables[dim]);
     // The other table first when its condition picks few rows: the
     // aggregated one then for their keys only.
-    let dim_rows = match other_first {
-        Some(_) => {
+    let (dim_rows, for_keys) = match &other_first {
+        Some(fact_cond) => {
             let mut rows = Vec::new();
             fetch_each(
                 tx,
@@ -104,15 +104,10 @@ pub(super) fn joined_groups(
                     Ok(true)
                 },
             )?;
-            Some(rows)
+            let reads = for_keys_reads(f, fact_key, dim_key, fact_cond.as_ref(), &rows, ctx)?;
+            (Some(rows), reads)
         }
-        None => None,
-    };
-    let for_keys = match (&dim_rows, &other_first) {
-        (Some(rows), Some(fact_cond)) => {
-            for_keys_reads(f, fact_key, dim_key, fact_cond.as_ref(), rows, ctx)?
-        }
-        _ => None,
+        None => (None, None),
     };
     let reads = for_keys.unwrap_or_else(|| vec![(access, filter, cond)]);
     // The fact rows aggregated per join key (each key in one read).

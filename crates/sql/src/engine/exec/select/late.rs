@@ -50,13 +50,13 @@ pub(super) fn deep_page(p: &Planned) -> bool {
     let Some(placing) = placing_columns(table, p, &[]) else {
         return false;
     };
+    let def = table.native.def();
     let page = match projection(table, p) {
         None => vec![true; table.columns.len()],
         Some(names) => table
             .columns
             .iter()
             .map(|c| {
-                let def = table.native.def();
                 def.columns
                     .get(c.native)
                     .is_some_and(|n| names.contains(&n.name.as_str()))
