@@ -1202,6 +1202,46 @@ fn aggregating_scans(session: &Session) {
     session.drop_table("aggregated").expect("drop aggregated");
 }
 
+/// The send thread wakes for bytes a socket did not take, and otherwise
+/// only on its timer: round trips whose writes the socket takes at once
+/// leave it asleep. (A socket watched for room all the time woke it each
+/// time the data node read from it, as a local socket reports room then:
+/// a turn per round trip.)
+fn the_send_thread_sleeps_while_the_sockets_take_every_write(cluster: &Cluster, session: &Session) {
+    const ROUND_TRIPS: u64 = 2_000;
+    let accounts = session.table("accounts").expect("table");
+    // Once it has turned after the connect, it watches what it will.
+    let connected = cluster.stats().send_thread_turns;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cluster.stats().send_thread_turns == connected && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    let before = cluster.stats();
+    assert!(
+        before.send_thread_turns > connected,
+        "the send thread turns"
+    );
+    let started = Instant::now();
+    for k in 0..ROUND_TRIPS {
+        let tx = session.begin().expect("begin");
+        // The rows `a_thousand_ops_in_one_round_trip` inserted.
+        let id = 1_000 + (k % 1_000) as i64;
+        tx.read(&accounts, &[int(id)], LockMode::Committed)
+            .expect("read");
+        tx.execute(ExecMode::Commit).expect("executes");
+    }
+    let after = cluster.stats();
+    assert!(after.write_calls - before.write_calls >= ROUND_TRIPS);
+    let turns = after.send_thread_turns - before.send_thread_turns;
+    // Its idle timer: a turn every 100 ms, and one either side.
+    let timer_turns = started.elapsed().as_millis() as u64 / 100 + 2;
+    assert!(
+        turns <= timer_turns + ROUND_TRIPS / 100,
+        "{turns} send thread turns for {ROUND_TRIPS} round trips in {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn the_client_against_a_sandbox() {
     let sandbox = Sandbox::start("client-sandbox", 1, 1, 23000);
@@ -1221,6 +1261,7 @@ fn the_client_against_a_sandbox() {
     create_accounts(&session);
     operations_match_a_model(&session);
     a_thousand_ops_in_one_round_trip(&session);
+    the_send_thread_sleeps_while_the_sockets_take_every_write(&cluster, &session);
     locks_conflict(&cluster);
     a_dropped_transaction_releases_its_locks(&cluster);
     deadlock_ends_in_the_timeout_error(&cluster);
