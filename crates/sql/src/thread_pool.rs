@@ -312,8 +312,18 @@ impl<T: Task> ThreadPool<T> {
     /// Queues a new task (a connection to log in) on the next group,
     /// round-robin.
     pub fn submit(&self, task: T) {
-        let at = self.next.fetch_add(1, Ordering::Relaxed) % self.groups.len();
-        let group = &self.groups[at];
+        self.submit_to(self.next_group(), task);
+    }
+
+    /// The group the next new task goes to, round-robin (for a caller
+    /// that prepares the task for its group: [`ThreadPool::submit_to`]).
+    pub fn next_group(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.groups.len()
+    }
+
+    /// Queues a new task on group `at` (modulo the groups).
+    pub fn submit_to(&self, at: usize, task: T) {
+        let group = &self.groups[at % self.groups.len()];
         let mut state = group.lock();
         group.enqueue(&mut state, task);
     }
