@@ -896,8 +896,17 @@ pub(crate) fn fetch_each<'c>(
             // A scan does not carry the transaction's deferred writes:
             // they go first, so that the scan sees them.
             txn::flush(tx).map_err(|e| txn::native_error_in(&e, &table.name))?;
-            'ranges: for (lower, upper) in ranges {
-                let mut options = options.clone();
+            // The last range takes the options themselves: a clone (the
+            // filter's tree, an IN list's ranges) cost 6 % of the SQL
+            // node's instructions for sysbench's select_random_points.
+            let count = ranges.len();
+            let mut options = Some(options);
+            'ranges: for (at, (lower, upper)) in ranges.into_iter().enumerate() {
+                let mut options = match at + 1 == count {
+                    true => options.take(),
+                    false => options.clone(),
+                }
+                .expect("the options until the last range");
                 options.lower = lower;
                 options.upper = upper;
                 let scan = tx
