@@ -6,7 +6,7 @@
 # this ranks two builds, and shows how far each server's work per statement is from the
 # other's, when bench/sysbench-compare.sh cannot.
 #
-#   bench/sql-instructions.sh [TESTS]          # default "oltp_point_select oltp_read_only"
+#   bench/sql-instructions.sh [TEST ...]        # default "oltp_point_select oltp_read_only"
 #   SYSTEMS=skarv bench/sql-instructions.sh    # Skarv only (default "skarv mariadb")
 #
 # Each system runs under callgrind with instrumentation off: a 1 × 1 Skarv sandbox with one
@@ -25,7 +25,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TESTS=${1:-oltp_point_select oltp_read_only}
+TESTS=${*:-oltp_point_select oltp_read_only}
 SYSTEMS=${SYSTEMS:-skarv mariadb}
 TABLES=${TABLES:-1}
 TABLE_SIZE=${TABLE_SIZE:-10000}
