@@ -1061,9 +1061,10 @@ struct SendHandle {
 
 /// Watches the sockets of links with bytes pending for room to write, and
 /// only those. A socket watched all the time woke the send thread for
-/// nothing at every acknowledgement the data node sent (writability is
-/// edge-triggered): about 5,000 wake-ups a second per connection under
-/// `oltp_point_select`, 15-20 % of the SQL node's system time on 2 CPUs.
+/// nothing each time the data node read from it (writability is
+/// edge-triggered, and a local socket reports room at every read): about
+/// 5,000 wake-ups a second per connection under `oltp_point_select`,
+/// 15-20 % of the SQL node's system time on 2 CPUs.
 /// A link's bytes become pending only in a user thread's write, which
 /// then wakes this thread; registering reports a socket that already has
 /// room at once, so no edge is missed between the flush and the watch.

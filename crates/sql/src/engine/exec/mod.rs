@@ -899,14 +899,12 @@ pub(crate) fn fetch_each<'c>(
             // The last range takes the options themselves: a clone (the
             // filter's tree, an IN list's ranges) cost 6 % of the SQL
             // node's instructions for sysbench's select_random_points.
-            let count = ranges.len();
-            let mut options = Some(options);
-            'ranges: for (at, (lower, upper)) in ranges.into_iter().enumerate() {
-                let mut options = match at + 1 == count {
-                    true => options.take(),
-                    false => options.clone(),
-                }
-                .expect("the options until the last range");
+            let mut ranges = ranges.into_iter().peekable();
+            'ranges: while let Some((lower, upper)) = ranges.next() {
+                let mut options = match ranges.peek() {
+                    Some(_) => options.clone(),
+                    None => std::mem::take(&mut options),
+                };
                 options.lower = lower;
                 options.upper = upper;
                 let scan = tx
