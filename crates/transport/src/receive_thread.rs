@@ -102,6 +102,9 @@ struct Connection {
     /// Decoding stopped at a backlog: `buffer[start..end]` may hold whole
     /// frames, to decode before reading more.
     stalled: bool,
+    /// The poll said the peer closed (or the socket failed): read to the
+    /// end, past any short read (see `read`).
+    closing: bool,
 }
 
 /// What the receive thread knows of one peer.
@@ -267,11 +270,19 @@ impl ReceiveLoop {
             match event.token() {
                 WAKER => {}
                 LISTENER | LOCAL_LISTENER => self.accept_all(),
-                Token(token) => self.on_event(
-                    token - CONNECTION_TOKEN_BASE,
-                    event.is_readable() || event.is_read_closed() || event.is_error(),
-                    event.is_writable(),
-                ),
+                Token(token) => {
+                    let index = token - CONNECTION_TOKEN_BASE;
+                    if event.is_read_closed() || event.is_error() {
+                        if let Some(Some(connection)) = self.connections.get_mut(index) {
+                            connection.closing = true;
+                        }
+                    }
+                    self.on_event(
+                        index,
+                        event.is_readable() || event.is_read_closed() || event.is_error(),
+                        event.is_writable(),
+                    )
+                }
             }
         }
         events.clear();
@@ -509,6 +520,7 @@ impl ReceiveLoop {
             start: 0,
             end: 0,
             stalled: false,
+            closing: false,
         };
         if index == self.connections.len() {
             self.connections.push(Some(connection));
@@ -656,10 +668,13 @@ impl ReceiveLoop {
                         add(&link.bytes_received, read as u64);
                     }
                     self.decode(index, connection)?;
-                    // A short read emptied the socket: bytes that come
-                    // later raise a new edge (epoll(7) on stream sockets),
-                    // so the read that would only say WouldBlock is saved.
-                    if connection.stalled || read < space {
+                    // A short read emptied the socket of bytes: bytes that
+                    // come later raise a new edge (epoll(7) on stream
+                    // sockets), so the read that would only say WouldBlock
+                    // is saved. Not so the peer's close: one that came with
+                    // the bytes, before the poll returned, raised no edge of
+                    // its own, and only the next read (0) shows it.
+                    if connection.stalled || (read < space && !connection.closing) {
                         return Ok(());
                     }
                 }

@@ -4,78 +4,12 @@
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::net::TcpStream;
 
 use common::*;
 use signal::frame::{FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES, WIRE_VERSION};
-use signal::{decode_frame, encode_frame, BlockNumber, BlockRef, Signal, SignalBody, VERSION};
+use signal::{BlockNumber, BlockRef, Signal, SignalBody, VERSION};
 use transport::Transport;
-
-/// A node id that connects to node 1 in these tests through a raw socket.
-const RAW_NODE: u8 = 3;
-
-fn process(id: u8) -> BlockRef {
-    BlockRef::new(node(id), BlockNumber::PROCESS, 0)
-}
-
-fn hello_with_version(from: u8, to: u8, version: u32) -> Signal {
-    Signal {
-        receiver: process(to),
-        sender: process(from),
-        body: SignalBody::TransportHello {
-            from: node(from),
-            to: node(to),
-            version,
-        },
-    }
-}
-
-fn hello(from: u8, to: u8) -> Signal {
-    hello_with_version(from, to, VERSION)
-}
-
-fn frame(signals: &[Signal]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    encode_frame(signals, &mut bytes).expect("test frames fit");
-    bytes
-}
-
-fn raw_connect(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect(addr).expect("connect to node 1");
-    stream
-        .set_read_timeout(Some(Duration::from_millis(WAIT_MS)))
-        .expect("read timeout");
-    stream
-}
-
-/// Reads one whole frame and returns its signals.
-fn read_frame(stream: &mut TcpStream) -> Vec<Signal> {
-    let mut bytes = vec![0u8; FRAME_HEADER_BYTES];
-    stream.read_exact(&mut bytes).expect("a frame header");
-    let payload = signal::frame::check_header(&bytes).expect("a valid header");
-    bytes.resize(FRAME_HEADER_BYTES + payload, 0);
-    stream
-        .read_exact(&mut bytes[FRAME_HEADER_BYTES..])
-        .expect("the frame payload");
-    let (frame, used) = decode_frame(&bytes).expect("valid").expect("whole");
-    assert_eq!(used, bytes.len());
-    frame
-        .signals()
-        .collect::<Result<_, _>>()
-        .expect("valid signals")
-}
-
-/// Connects as `RAW_NODE` and completes the handshake.
-fn raw_handshake(addr: SocketAddr) -> TcpStream {
-    let mut stream = raw_connect(addr);
-    stream
-        .write_all(&frame(&[hello(RAW_NODE, 1)]))
-        .expect("send hello");
-    let reply = read_frame(&mut stream);
-    assert_eq!(reply, vec![hello(1, RAW_NODE)]);
-    stream
-}
 
 /// The peer closed the connection (an orderly close or a reset).
 fn assert_closed(stream: &mut TcpStream) {

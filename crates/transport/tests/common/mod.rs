@@ -4,11 +4,15 @@
 
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use signal::frame::FRAME_HEADER_BYTES;
+use signal::{
+    decode_frame, encode_frame, BlockNumber, BlockRef, NodeId, Signal, SignalBody, VERSION,
+};
 use transport::{InboundSink, PeerConfig, Transport, TransportConfig};
 
 /// Longest wait for anything; generous for a loaded 2-core machine.
@@ -186,4 +190,70 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A node id that connects to node 1 through a raw socket (a peer whose
+/// bytes a test writes itself).
+pub const RAW_NODE: u8 = 3;
+
+pub fn process(id: u8) -> BlockRef {
+    BlockRef::new(node(id), BlockNumber::PROCESS, 0)
+}
+
+pub fn hello_with_version(from: u8, to: u8, version: u32) -> Signal {
+    Signal {
+        receiver: process(to),
+        sender: process(from),
+        body: SignalBody::TransportHello {
+            from: node(from),
+            to: node(to),
+            version,
+        },
+    }
+}
+
+pub fn hello(from: u8, to: u8) -> Signal {
+    hello_with_version(from, to, VERSION)
+}
+
+pub fn frame(signals: &[Signal]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_frame(signals, &mut bytes).expect("test frames fit");
+    bytes
+}
+
+pub fn raw_connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect to node 1");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(WAIT_MS)))
+        .expect("read timeout");
+    stream
+}
+
+/// Reads one whole frame and returns its signals.
+pub fn read_frame(stream: &mut TcpStream) -> Vec<Signal> {
+    let mut bytes = vec![0u8; FRAME_HEADER_BYTES];
+    stream.read_exact(&mut bytes).expect("a frame header");
+    let payload = signal::frame::check_header(&bytes).expect("a valid header");
+    bytes.resize(FRAME_HEADER_BYTES + payload, 0);
+    stream
+        .read_exact(&mut bytes[FRAME_HEADER_BYTES..])
+        .expect("the frame payload");
+    let (frame, used) = decode_frame(&bytes).expect("valid").expect("whole");
+    assert_eq!(used, bytes.len());
+    frame
+        .signals()
+        .collect::<Result<_, _>>()
+        .expect("valid signals")
+}
+
+/// Connects as `RAW_NODE` and completes the handshake.
+pub fn raw_handshake(addr: SocketAddr) -> TcpStream {
+    let mut stream = raw_connect(addr);
+    stream
+        .write_all(&frame(&[hello(RAW_NODE, 1)]))
+        .expect("send hello");
+    let reply = read_frame(&mut stream);
+    assert_eq!(reply, vec![hello(1, RAW_NODE)]);
+    stream
 }
