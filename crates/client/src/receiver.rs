@@ -170,6 +170,9 @@ struct Connection {
     buffer: Box<[u8]>,
     start: usize,
     end: usize,
+    /// The poll said the peer closed (or the socket failed): read to the
+    /// end, past any short read (see [`Receiver::read`]).
+    closing: bool,
 }
 
 /// The poll and every connection's read side; the holder of the mutex
@@ -237,7 +240,15 @@ impl Receiver {
         }
         for event in self.events.iter() {
             let index = event.token().0;
-            if event.token() != WAKER && count < EVENTS_MAX && !ready[..count].contains(&index) {
+            if event.token() == WAKER {
+                continue;
+            }
+            if event.is_read_closed() || event.is_error() {
+                if let Some(Some(c)) = self.connections.get_mut(index) {
+                    c.closing = true;
+                }
+            }
+            if count < EVENTS_MAX && !ready[..count].contains(&index) {
                 ready[count] = index;
                 count += 1;
             }
@@ -282,6 +293,7 @@ impl Receiver {
                 buffer: vec![0u8; RECEIVE_BUFFER_BYTES].into_boxed_slice(),
                 start: 0,
                 end: 0,
+                closing: false,
             });
             // Bytes may have come before the registration: read now.
             self.read_connection(shared, index);
@@ -320,10 +332,16 @@ impl Receiver {
                         .bytes_received
                         .fetch_add(n as u64, Ordering::Relaxed);
                     self.decode(shared, c)?;
-                    // A short read emptied the socket: later bytes raise a
-                    // new edge (epoll(7) on stream sockets), so the read
-                    // that would only say WouldBlock is saved.
-                    if n < space {
+                    // A short read emptied the socket of bytes: later bytes
+                    // raise a new edge (epoll(7) on stream sockets), so the
+                    // read that would only say WouldBlock is saved. Not so
+                    // the peer's close: one that came with the bytes, before
+                    // the poll returned, raised no edge of its own, and only
+                    // the next read (0) shows it. Without that read a data
+                    // node killed right after it sent something (a view
+                    // change, a reply) stayed connected here until the
+                    // heartbeat gave up on it.
+                    if n < space && !c.closing {
                         return Ok(());
                     }
                 }

@@ -41,6 +41,8 @@ struct StandIn {
     registrations: AtomicU64,
     /// The current connection, for the test to close.
     current: Mutex<Option<TcpStream>>,
+    /// Where the last registration came from.
+    client: Mutex<Option<BlockRef>>,
 }
 
 impl StandIn {
@@ -53,6 +55,7 @@ impl StandIn {
             accepted: AtomicU64::new(0),
             registrations: AtomicU64::new(0),
             current: Mutex::new(None),
+            client: Mutex::new(None),
         });
         let serving = Arc::clone(&node);
         std::thread::spawn(move || {
@@ -77,6 +80,38 @@ impl StandIn {
             .expect("shutdown");
     }
 
+    /// Sends the client a registration answer and closes the connection
+    /// at once, as a data node killed right after it told its clients of a
+    /// new view does: the bytes and the close reach the client together.
+    fn crash_after_sending(&self) {
+        let client = self
+            .client
+            .lock()
+            .expect("not poisoned")
+            .expect("registered");
+        let mut current = self.current.lock().expect("not poisoned").take();
+        let stream = current.as_mut().expect("a connection");
+        let mut out = Vec::new();
+        let answer = Signal {
+            receiver: client,
+            sender: BlockRef::new(self.id, BlockNumber::PROCESS, 0),
+            body: self.registration(),
+        };
+        encode_frame(&[answer], &mut out).expect("encodes");
+        stream.write_all(&out).expect("write");
+        stream.shutdown(Shutdown::Both).expect("shutdown");
+    }
+
+    fn registration(&self) -> SignalBody {
+        SignalBody::ApiRegConf {
+            version: VERSION,
+            started: self.started.load(Ordering::SeqCst),
+            view_id: 0,
+            members: NodeBitmask::new(),
+            heartbeat_interval_ms: HEARTBEAT_MS,
+        }
+    }
+
     fn serve(&self, mut stream: TcpStream) {
         let mut buffer = Vec::new();
         let mut out = Vec::new();
@@ -88,13 +123,10 @@ impl StandIn {
                         to: from,
                         version: VERSION,
                     },
-                    SignalBody::ApiRegReq { .. } => SignalBody::ApiRegConf {
-                        version: VERSION,
-                        started: self.started.load(Ordering::SeqCst),
-                        view_id: 0,
-                        members: NodeBitmask::new(),
-                        heartbeat_interval_ms: HEARTBEAT_MS,
-                    },
+                    SignalBody::ApiRegReq { .. } => {
+                        *self.client.lock().expect("not poisoned") = Some(signal.sender);
+                        self.registration()
+                    }
                     _ => continue,
                 };
                 let registration = matches!(body, SignalBody::ApiRegConf { .. });
@@ -138,7 +170,12 @@ impl Drop for Setup {
 }
 
 fn setup(nodes: &[Arc<StandIn>]) -> Setup {
-    let dir = std::env::temp_dir().join(format!("skarv-client-failure-{}", std::process::id()));
+    // Tests run at once in one process: each its own directory.
+    let dir = std::env::temp_dir().join(format!(
+        "skarv-client-failure-{}-{}",
+        std::process::id(),
+        nodes[0].port
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mut config = format!(
@@ -205,4 +242,43 @@ fn a_whole_cluster_crash_counts_once_though_a_restarted_node_reconnected_first()
     });
     assert_eq!(cluster.stats().cluster_failures, 1, "counted once");
     assert!(cluster.live_nodes().is_empty());
+}
+
+/// A close that reaches the client together with the node's last bytes is
+/// seen at once. The receive loop skipped the read after a short one (the
+/// socket is empty; later bytes raise a new edge), but a close that came
+/// with the bytes raises no edge of its own: the client kept the dead node
+/// connected, and its transactions waiting, until the heartbeat gave up.
+#[test]
+fn a_close_right_behind_the_last_bytes_is_seen() {
+    let node = StandIn::start(2);
+    let setup = setup(&[Arc::clone(&node)]);
+    let options = ClusterOptions {
+        connect_timeout: WAIT_MAX,
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::connect_with(&setup.connect, options).expect("connects");
+    assert_eq!(cluster.wait_until_ready(WAIT_MAX), 1, "the node is live");
+    wait_for("the node answered a registration", || {
+        node.client.lock().expect("not poisoned").is_some()
+    });
+    // Several times: each close must be seen, whenever the client's
+    // receiving finds the bytes and the close.
+    for round in 1..=5u64 {
+        node.crash_after_sending();
+        wait_for("the client sees the close and connects again", || {
+            node.accepted.load(Ordering::SeqCst) == round + 1
+                && node.registrations.load(Ordering::SeqCst) > round
+        });
+        assert_eq!(
+            cluster.wait_until_ready(WAIT_MAX),
+            1,
+            "round {round}: live again"
+        );
+    }
+    assert_eq!(
+        cluster.stats().cluster_failures,
+        5,
+        "each close of the only node counts"
+    );
 }
