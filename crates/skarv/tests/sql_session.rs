@@ -325,6 +325,112 @@ fn a_client_killed_inside_a_transaction_leaves_nothing_locked() {
         .expect("the row is not locked");
     let after: Option<i64> = root.query_first("SELECT v FROM k.t WHERE id = 1").unwrap();
     assert_eq!(after, Some(3));
+
+    // A client that closes its socket right behind its last command (the
+    // command's bytes and the close in one TCP segment, so that the SQL
+    // node's poll reports them together): the command is answered, then
+    // the close ends the session and rolls its transaction back. The
+    // thread pool parked such a session after reading the command, with
+    // no edge left for the close: it lived on, the row locked, until
+    // `wait_timeout`.
+    let mut raw = RawClient::login(port, "k");
+    raw.query("BEGIN");
+    raw.send_query_and_close("UPDATE t SET v = 4 WHERE id = 1");
+    assert_eq!(raw.reply()[0], 0x00, "the update is answered with OK");
+    common::wait_threads_connected(&mut root, 1);
+    root.query_drop("UPDATE k.t SET v = 5 WHERE id = 1")
+        .expect("the closed client's row is not locked");
+    let last: Option<i64> = root.query_first("SELECT v FROM k.t WHERE id = 1").unwrap();
+    assert_eq!(last, Some(5), "the closed client's update was rolled back");
+}
+
+/// A MySQL client written by hand (the `mysql` crate does not let a test
+/// decide when its socket closes): logs in as root with no password.
+struct RawClient {
+    stream: std::net::TcpStream,
+}
+
+impl RawClient {
+    fn login(port: u16, database: &str) -> RawClient {
+        use std::io::Write;
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut client = RawClient { stream };
+        let greeting = client.reply();
+        assert_eq!(greeting[0], 10, "protocol 10 handshake");
+        // HandshakeResponse41: PROTOCOL_41, SECURE_CONNECTION,
+        // CONNECT_WITH_DB, LONG_PASSWORD; utf8mb4; root, an empty password.
+        let flags: u32 = 0x0200 | 0x8000 | 0x0008 | 0x0001;
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&flags.to_le_bytes());
+        payload.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        payload.push(45);
+        payload.extend_from_slice(&[0; 23]);
+        payload.extend_from_slice(b"root\0");
+        payload.push(0);
+        payload.extend_from_slice(database.as_bytes());
+        payload.push(0);
+        let packet = packet(1, &payload);
+        client.stream.write_all(&packet).expect("login");
+        assert_eq!(client.reply()[0], 0x00, "logged in");
+        client
+    }
+
+    /// The payload of the next packet.
+    fn reply(&mut self) -> Vec<u8> {
+        use std::io::Read;
+        let mut header = [0u8; 4];
+        self.stream
+            .read_exact(&mut header)
+            .expect("a packet header");
+        let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        let mut payload = vec![0u8; len];
+        self.stream.read_exact(&mut payload).expect("a packet");
+        payload
+    }
+
+    /// Runs a statement that answers OK.
+    fn query(&mut self, sql: &str) {
+        use std::io::Write;
+        let packet = packet(0, &[&[0x03], sql.as_bytes()].concat());
+        self.stream.write_all(&packet).expect("query");
+        let reply = self.reply();
+        assert_eq!(reply[0], 0x00, "{sql}: {reply:?}");
+    }
+
+    /// Sends a statement and the end of the connection in one segment.
+    fn send_query_and_close(&mut self, sql: &str) {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let on: libc::c_int = 1;
+        // SAFETY: sets an int option of a socket we own from an int we own.
+        let corked = unsafe {
+            libc::setsockopt(
+                self.stream.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CORK,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(corked, 0, "TCP_CORK");
+        let packet = packet(0, &[&[0x03], sql.as_bytes()].concat());
+        self.stream.write_all(&packet).expect("query");
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shutdown");
+    }
+}
+
+/// A MySQL packet: 3 bytes of length, the sequence number, the payload.
+fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut out = len.to_le_bytes()[..3].to_vec();
+    out.push(seq);
+    out.extend_from_slice(payload);
+    out
 }
 
 /// `max_execution_time` stops a SELECT (not a write) with 3024, before

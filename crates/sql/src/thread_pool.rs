@@ -730,7 +730,16 @@ impl<T: Task> Group<T> {
                 continue;
             }
             let fd = token as RawFd;
+            let flags = event.events;
             if let Some(task) = parked.tasks.remove(&fd) {
+                // The client closed (or its socket failed). A close that
+                // came with the command's bytes makes no edge of its own
+                // after the task's short read of them: the task must look
+                // at its socket again when it parks, or its session (and
+                // any transaction's locks) stays until `wait_timeout`.
+                if flags & CLOSED_EVENTS != 0 {
+                    parked.missed.insert(fd);
+                }
                 listener.ready.push(task);
             } else if parked.registered.contains(&fd) {
                 // Its task runs or is queued: the input may have come
@@ -929,6 +938,8 @@ impl<T> Listener<T> {
 
 /// The epoll token of a group's kick eventfd (task tokens count up from 0).
 const KICK: u64 = u64::MAX;
+/// The epoll flags of a client's close or a failed socket.
+const CLOSED_EVENTS: u32 = (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
 
 /// A group's kick eventfd, armed in `epoll`.
 fn kick_fd(epoll: &OwnedFd) -> io::Result<OwnedFd> {
@@ -1442,6 +1453,54 @@ mod tests {
         for gate in &gates[1..] {
             gate.send(()).expect("open");
         }
+    }
+
+    /// A client's close that comes with its command's bytes, while no
+    /// worker listens, reaches the listener as one event; the task reads
+    /// the bytes (a short read: it says it read everything) and would park
+    /// with no edge left for the close. The close's flag makes the pool
+    /// look at the socket before parking, so the task sees the end and its
+    /// session ends (with the old rule it lived until `wait_timeout`).
+    #[test]
+    fn a_close_that_came_with_the_last_command_ends_the_task() {
+        let pool = ThreadPool::start(options(1, 60_000)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let (mut task, mut client) = echo("closing", false, &seen_tx);
+        task.claims_drained = true;
+        client.write_all(&[1]).expect("write");
+        pool.submit(task);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("closing", 1)));
+        let group = &pool.groups[0];
+        wait_until(|| group.parked().tasks.len() == 1);
+        assert_eq!(group.parked().tasks.len(), 1, "the task parked");
+        // Every worker busy: nobody takes the socket's edge until both the
+        // byte and the close are there.
+        let (gates, _clients) = fill_group(&pool, "busy", &seen_tx);
+        wait_until(|| {
+            let state = group.lock();
+            state.running.len() == GROUP_STATEMENTS_MAX && state.listening == 0
+        });
+        assert_eq!(group.lock().listening, 0, "every worker runs a gated task");
+        client.write_all(&[2]).expect("write");
+        client
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shutdown");
+        for gate in &gates {
+            gate.send(()).expect("open");
+        }
+        let mut got = Vec::new();
+        while got.len() < gates.len() + 1 {
+            got.push(seen.recv_timeout(WAIT).expect("served"));
+        }
+        assert!(got.contains(&("closing", 2)), "{got:?}");
+        // The task ended: its socket closed, so the client reads the end.
+        client.set_read_timeout(Some(WAIT)).expect("timeout");
+        let mut byte = [0u8];
+        assert_eq!(
+            client.read(&mut byte).map_err(|e| e.kind()),
+            Ok(0),
+            "the task saw its client's close"
+        );
     }
 
     /// A task that blocks past the stall limit lets the group start
