@@ -1030,7 +1030,9 @@ impl Func {
             | F::Crc32
             | F::FindInSet
             | F::Degrees
-            | F::Radians => args.any(|n| n),
+            | F::Radians
+            // `x REGEXP p`: a bad pattern is an error (1139), not NULL.
+            | F::RegexpLike => args.any(|n| n),
             // LAST_INSERT_ID(expr) is NULL where expr is.
             F::LastInsertId => args.any(|n| n),
             _ => true,
