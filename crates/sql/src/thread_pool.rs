@@ -1010,6 +1010,15 @@ mod tests {
         }
     }
 
+    /// Waits (at most [`WAIT`]) until the group runs all the statements
+    /// it may and no worker listens.
+    fn wait_every_worker_runs(group: &Group<Echo>) {
+        wait_until(|| {
+            let state = group.lock();
+            state.running.len() == GROUP_STATEMENTS_MAX && state.listening == 0
+        });
+    }
+
     fn options(groups: usize, stall_ms: u64) -> PoolOptions {
         PoolOptions {
             groups,
@@ -1476,10 +1485,7 @@ mod tests {
         // Every worker busy: nobody takes the socket's edge until both the
         // byte and the close are there.
         let (gates, _clients) = fill_group(&pool, "busy", &seen_tx);
-        wait_until(|| {
-            let state = group.lock();
-            state.running.len() == GROUP_STATEMENTS_MAX && state.listening == 0
-        });
+        wait_every_worker_runs(group);
         assert_eq!(group.lock().listening, 0, "every worker runs a gated task");
         client.write_all(&[2]).expect("write");
         client
@@ -1530,10 +1536,7 @@ mod tests {
         let (seen_tx, seen) = mpsc::channel();
         let (gates, clients) = fill_group(&pool, "stuck", &seen_tx);
         let group = &pool.groups[0];
-        wait_until(|| {
-            let state = group.lock();
-            state.running.len() == GROUP_STATEMENTS_MAX && state.listening == 0
-        });
+        wait_every_worker_runs(group);
         {
             // The stray kick, as `wake_one` leaves it.
             let mut state = group.lock();

@@ -272,16 +272,13 @@ impl ReceiveLoop {
                 LISTENER | LOCAL_LISTENER => self.accept_all(),
                 Token(token) => {
                     let index = token - CONNECTION_TOKEN_BASE;
-                    if event.is_read_closed() || event.is_error() {
+                    let closed = event.is_read_closed() || event.is_error();
+                    if closed {
                         if let Some(Some(connection)) = self.connections.get_mut(index) {
                             connection.closing = true;
                         }
                     }
-                    self.on_event(
-                        index,
-                        event.is_readable() || event.is_read_closed() || event.is_error(),
-                        event.is_writable(),
-                    )
+                    self.on_event(index, event.is_readable() || closed, event.is_writable())
                 }
             }
         }
