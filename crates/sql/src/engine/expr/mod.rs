@@ -4153,10 +4153,13 @@ impl<'a> Scope<'a> {
                 let m = self.meta(args.first()?, "");
                 Some((m.ty, m.length))
             }
-            // A date field's a sign longer (`ABS(YEAR(d))` 5), as MariaDB's.
+            // A date field's a sign longer (`ABS(YEAR(d))` 5), as MariaDB's,
+            // also through what takes its attributes whole (`NULLIF(YEAR(d),
+            // 1)`, `IF(c, NULL, YEAR(d))`: CTAS seed 102).
             Expr::Func(Func::Abs, args) => {
                 let a = args.first()?;
-                sized(self.meta(a, "").length + u32::from(date_field_digits(a).is_some()))
+                let field = date_field_digits(attributes_from(a)).is_some();
+                sized(self.meta(a, "").length + u32::from(field))
             }
             Expr::Func(Func::Mod, _) => sized(self.decimal_digits(e)?.0 + sign),
             // ROUND of an integer to a place left of the point may carry
@@ -4859,6 +4862,21 @@ pub(crate) fn date_field_digits(e: &Expr) -> Option<u32> {
             _,
         ) => int_result_meta(e).map(|(_, length)| length),
         _ => None,
+    }
+}
+
+/// The expression whose attributes `e` takes whole: NULLIF's first
+/// argument's, an IF's with a NULL alternative the other's (as `meta`
+/// gives them), through any number of those; else `e`.
+fn attributes_from(e: &Expr) -> &Expr {
+    match e {
+        Expr::Func(Func::NullIf, args) => args.first().map_or(e, attributes_from),
+        Expr::Func(Func::If, args) => match (args.get(1), args.get(2)) {
+            (Some(Expr::Lit(Val::Null)), Some(other))
+            | (Some(other), Some(Expr::Lit(Val::Null))) => attributes_from(other),
+            _ => e,
+        },
+        _ => e,
     }
 }
 
