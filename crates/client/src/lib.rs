@@ -99,7 +99,7 @@ mod session;
 mod stats;
 mod transaction;
 
-pub use ::schema::Value;
+pub use ::schema::{Value, ValueRef};
 pub use backup::{BackupFragProgress, BackupFragRequest, BackupLogProgress, BackupLogRequest};
 pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::tc_ref;
 use crate::stats;
-use crate::transaction::{LockMode, LockWait, Row, Transaction};
+use crate::transaction::{LockMode, LockWait, RawRow, ReplyBytes, Row, Transaction};
 
 /// Rows per batch from each partition unless told otherwise.
 pub const SCAN_BATCH_ROWS_DEFAULT: u32 = 256;
@@ -542,33 +542,41 @@ impl ScanIter<'_, '_> {
         }
         let first_new = self.rows.len();
         if !rows.is_empty() {
-            // Each value is checked as it is decoded, once.
-            let reader = RowBatchReader::framed(&rows)?;
+            // Each row keeps its values encoded, as ranges of the batch's
+            // buffer, which the rows share; each value is checked here,
+            // once, and decoded when the caller reads it (into its own
+            // values: `Row::each_value`). Decoded here, every row cost
+            // a vector and each string value a copy that the SQL node
+            // converted and dropped.
+            let bytes = Arc::new(rows);
+            let reader = RowBatchReader::framed(&bytes)?;
             // Room for the batch at once: grown row by row, the queue
             // reallocated and copied its rows 6 times for a batch of 100
             // (2 % of the SQL node's instructions in oltp_read_only).
             self.rows.reserve(reader.len());
+            let width = self.pushed_width.unwrap_or(self.columns.len());
             for row in reader.iter() {
-                let mut values = Vec::with_capacity(row.value_count());
-                row.try_values(|v| values.push(v.to_value()))?;
-                if values.len() != self.pushed_width.unwrap_or(self.columns.len()) {
+                row.check()?;
+                if row.value_count() != width {
                     return Err(Error::new(
                         proto::error::MALFORMED_REQUEST,
                         format!(
-                            "scan of `{}`: a row of {} values, {} expected",
+                            "scan of `{}`: a row of {} values, {width} expected",
                             self.table.name(),
-                            values.len(),
-                            self.pushed_width.unwrap_or(self.columns.len())
+                            row.value_count(),
                         ),
                     ));
                 }
-                let mut key = Vec::with_capacity(row.key_count());
-                row.try_keys(|v| key.push(v.to_value()))?;
-                self.rows.push_back(Row::new(
+                let raw = RawRow::new(
+                    &bytes,
+                    ReplyBytes::Shared(Arc::clone(&bytes)),
+                    row.encoded_values(),
+                    row.encoded_keys(),
+                );
+                self.rows.push_back(Row::encoded(
                     Arc::clone(&self.table),
                     Arc::clone(&self.columns),
-                    values,
-                    key,
+                    raw,
                 ));
             }
         }

@@ -236,6 +236,11 @@ impl Drop for PooledBytes {
 }
 
 /// A row's checked, still encoded values: ranges of a reply's buffer.
+///
+/// Invariant (relied on by `RawRow::values`, for soundness): the ranges
+/// hold values that passed their check (`RowParts::check`,
+/// `OpResult::check_row`) on these very bytes, which nothing writes
+/// afterwards (`ReplyBytes` only derefs).
 #[derive(Clone, Debug)]
 pub(crate) struct RawRow {
     bytes: ReplyBytes,
@@ -268,12 +273,20 @@ impl RawRow {
         }
     }
 
-    fn decode((count, range): &(usize, Range<usize>), bytes: &[u8]) -> Vec<Value> {
-        let mut out = Vec::with_capacity(*count);
-        out.extend(
-            proto::value::checked_values(&bytes[range.clone()], *count).map(|v| v.to_value()),
-        );
-        debug_assert_eq!(out.len(), *count, "checked values decode");
+    /// The values of one part (`values` or `keys`), borrowed.
+    fn values<'r>(
+        (count, range): &(usize, Range<usize>),
+        bytes: &'r [u8],
+    ) -> proto::ops::Values<'r> {
+        // SAFETY: the type's invariant: these bytes' values were checked
+        // when the row was made, and have not changed.
+        unsafe { proto::value::trusted_values(&bytes[range.clone()], *count) }
+    }
+
+    fn decode(part: &(usize, Range<usize>), bytes: &[u8]) -> Vec<Value> {
+        let mut out = Vec::with_capacity(part.0);
+        out.extend(RawRow::values(part, bytes).map(|v| v.to_value()));
+        debug_assert_eq!(out.len(), part.0, "checked values decode");
         out
     }
 }
@@ -294,22 +307,6 @@ impl PartialEq for Row {
 }
 
 impl Row {
-    pub(crate) fn new(
-        table: Arc<Table>,
-        columns: Arc<[usize]>,
-        values: Vec<Value>,
-        key: Vec<Value>,
-    ) -> Row {
-        debug_assert_eq!(columns.len(), values.len());
-        Row {
-            table,
-            columns,
-            raw: None,
-            values: OnceCell::from(values),
-            key: OnceCell::from(key),
-        }
-    }
-
     /// Hands the row the reply buffer its ranges were taken from, once the
     /// reply's parse no longer borrows it (`TxRequest::complete`).
     fn own_reply(&mut self, bytes: PooledBytes) {
@@ -346,6 +343,24 @@ impl Row {
                 .expect("a row is decoded or keeps its bytes");
             RawRow::decode(&raw.values, &raw.bytes)
         })
+    }
+
+    /// Hands `each` the values read, borrowed, in the order of
+    /// [`Row::columns`]: straight from the reply's bytes while the row is
+    /// not decoded (no allocation for the row, none for a string), else
+    /// from the decoded values. For a caller that converts the values
+    /// into its own (the SQL node's), which [`Row::values`] would make it
+    /// copy twice.
+    pub fn each_value<'r>(&'r self, each: impl FnMut(ValueRef<'r>)) {
+        if let Some(values) = self.values.get() {
+            values.iter().map(Value::as_ref).for_each(each);
+            return;
+        }
+        let raw = self
+            .raw
+            .as_ref()
+            .expect("a row is decoded or keeps its bytes");
+        RawRow::values(&raw.values, &raw.bytes).for_each(each);
     }
 
     /// The values read, taken out of the row (decoded if not yet; the

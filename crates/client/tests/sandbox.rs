@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use skarv_client::schema_types::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
 use skarv_client::{
-    codes, Cluster, ClusterOptions, CmpOp, ExecMode, Filter, LinkKind, LockMode, Op, ScanOptions,
-    Session, Value,
+    codes, Cluster, ClusterOptions, CmpOp, ExecMode, Filter, LinkKind, LockMode, Op, Row,
+    ScanOptions, Session, Value,
 };
 
 mod common;
@@ -220,6 +220,74 @@ fn operations_match_a_model(session: &Session) {
         "the pruned scan holds its key's row"
     );
     assert!(pruned.len() < model.len() || session.cluster().placement().default_partitions() == 1);
+}
+
+/// `Row::each_value` hands out what `Row::values` holds, for rows still in
+/// their reply's bytes (a scan's, a read's) and for rows already decoded:
+/// strings, NULLs and a projection's order included.
+fn rows_lend_their_values(session: &Session) {
+    let accounts = session.table("accounts").expect("table");
+    let tx = session.begin().expect("begin");
+    for id in [300i64, 301, 302] {
+        let note = match id {
+            301 => Value::Null,
+            _ => Value::String(format!("note ü{id}")),
+        };
+        tx.insert(
+            &accounts,
+            &[
+                ("id", int(id)),
+                ("owner", Value::String(format!("lender{id}"))),
+                ("balance", int(-id)),
+                ("note", note),
+            ],
+        )
+        .expect("insert");
+    }
+    tx.execute(ExecMode::Commit).expect("insert 3");
+    let lent = |r: &Row| {
+        let mut values = Vec::new();
+        r.each_value(|v| values.push(v.to_value()));
+        values
+    };
+    let tx = session.begin().expect("begin");
+    let options = ScanOptions {
+        index: Some("by_balance"),
+        upper: Some((vec![int(-300)], true)),
+        projection: Some(vec!["note", "id", "owner"]),
+        ..ScanOptions::default()
+    };
+    let mut seen = Vec::new();
+    for r in tx.scan(&accounts, options).expect("scan") {
+        let r = r.expect("row");
+        let before = lent(&r);
+        assert_eq!(before, r.values(), "a scanned row, lent, then decoded");
+        assert_eq!(lent(&r), r.values(), "a decoded row lends the same");
+        seen.push(before);
+    }
+    let note = |id: i64| Value::String(format!("note ü{id}"));
+    let owner = |id: i64| Value::String(format!("lender{id}"));
+    assert_eq!(
+        seen,
+        [
+            vec![note(302), int(302), owner(302)],
+            vec![Value::Null, int(301), owner(301)],
+            vec![note(300), int(300), owner(300)],
+        ],
+        "the projection's order, by balance"
+    );
+    let read = tx
+        .read(&accounts, &[int(302)], LockMode::Committed)
+        .expect("read");
+    let outcome = tx.execute(ExecMode::Commit).expect("commit");
+    let read = outcome.row(read).expect("row 302");
+    assert_eq!(lent(read), [int(302), owner(302), int(-302), note(302)]);
+    assert_eq!(lent(read), read.values());
+    let tx = session.begin().expect("begin");
+    for id in [300i64, 301, 302] {
+        tx.delete(&accounts, &[int(id)]).expect("delete");
+    }
+    tx.execute(ExecMode::Commit).expect("delete 3");
 }
 
 fn a_thousand_ops_in_one_round_trip(session: &Session) {
@@ -1260,6 +1328,7 @@ fn the_client_against_a_sandbox() {
     let session = cluster.session().expect("session");
     create_accounts(&session);
     operations_match_a_model(&session);
+    rows_lend_their_values(&session);
     a_thousand_ops_in_one_round_trip(&session);
     the_send_thread_sleeps_while_the_sockets_take_every_write(&cluster, &session);
     locks_conflict(&cluster);

@@ -772,6 +772,7 @@ impl<'a> RowParts<'a> {
         Values {
             r: Reader::new(self.values, "row values"),
             left: self.value_count(),
+            trusted: false,
         }
     }
 
@@ -780,6 +781,7 @@ impl<'a> RowParts<'a> {
         Values {
             r: Reader::new(self.keys, "row keys"),
             left: self.key_count(),
+            trusted: false,
         }
     }
 
@@ -819,7 +821,51 @@ pub fn checked_values(bytes: &[u8], count: usize) -> Values<'_> {
     Values {
         r: Reader::new(bytes, "checked values"),
         left: count,
+        trusted: false,
     }
+}
+
+/// [`checked_values`] that takes each string as it is, without validating
+/// its UTF-8 again: for values kept encoded after their check (a client's
+/// rows), decoded later, perhaps more than once.
+///
+/// # Safety
+///
+/// `bytes` must be exactly bytes whose `count` values passed
+/// [`RowParts::check`] (or `try_values`), unchanged since: a string that
+/// is not UTF-8 would otherwise become a `&str`.
+pub unsafe fn trusted_values(bytes: &[u8], count: usize) -> Values<'_> {
+    debug_assert!(
+        check_all(bytes, count, "trusted values").is_ok(),
+        "trusted values were checked"
+    );
+    Values {
+        r: Reader::new(bytes, "trusted values"),
+        left: count,
+        trusted: true,
+    }
+}
+
+/// The next value (as `Values` gives it) of bytes whose every value was checked, UTF-8
+/// included (`value::trusted_values`): a string is taken as it is, not
+/// validated a second time (that second pass was a quarter of the
+/// decoding of a row of sysbench's strings).
+#[inline(always)]
+pub(crate) fn trusted_value<'a>(r: &mut Reader<'a>) -> Option<ValueRef<'a>> {
+    if let Some(v) = get_integer(r) {
+        return Some(v);
+    }
+    if r.bytes.get(r.pos) != Some(&TAG_STR) {
+        return crate::ops::validated(get_value_general(r));
+    }
+    r.pos += 1;
+    let text = crate::ops::validated(r.len32_bytes())?;
+    // SAFETY: `trusted_values`' caller promises that these bytes passed
+    // `check_all`, which validated this string's UTF-8 (as
+    // `get_value_general` does), and a `Reader` never changes its bytes.
+    Some(ValueRef::Str(unsafe {
+        std::str::from_utf8_unchecked(text)
+    }))
 }
 
 /// Checks one value at `r` and steps over it: exactly what [`get_value`]

@@ -113,6 +113,16 @@ proptest! {
         for (row, (values, keys)) in reader.iter().zip(&rows) {
             prop_assert_eq!(&row.values().map(|v| v.to_value()).collect::<Vec<_>>(), values);
             prop_assert_eq!(&row.keys().map(|v| v.to_value()).collect::<Vec<_>>(), keys);
+            // Kept encoded and decoded later as trusted (a client's rows):
+            // the same values, strings included.
+            row.check().unwrap();
+            let ((nv, vb), (nk, kb)) = (row.encoded_values(), row.encoded_keys());
+            // SAFETY: the parts just passed `check`, and are borrowed unchanged.
+            let (tv, tk) = unsafe {
+                (proto::value::trusted_values(vb, nv), proto::value::trusted_values(kb, nk))
+            };
+            prop_assert_eq!(&tv.map(|v| v.to_value()).collect::<Vec<_>>(), values);
+            prop_assert_eq!(&tk.map(|v| v.to_value()).collect::<Vec<_>>(), keys);
         }
     }
 

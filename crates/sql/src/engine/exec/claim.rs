@@ -34,7 +34,7 @@ use schema::Value;
 use skarv_client::{ExecMode, Filter, LockWait, Op, OpResult, Transaction};
 
 use super::write::key_bytes;
-use super::{key_read, sql_row, txn, RowLock, OPS_PER_EXECUTE_MAX};
+use super::{key_read, sql_row_of, txn, RowLock, OPS_PER_EXECUTE_MAX};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::{Ctx, Expr, Val};
 use crate::engine::plan::Access;
@@ -167,7 +167,7 @@ pub(crate) fn claim(
                         }
                         continue;
                     }
-                    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+                    let row = sql_row_of(table, r, ctx.env.tz_secs);
                     if passes(c, &row, ctx)? {
                         taken.push((row, batch[i].clone()));
                     } else if c.may_unlock {
@@ -274,10 +274,7 @@ pub(crate) fn claim_keys(
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
         for (h, (_, key)) in handles.into_iter().zip(chunk) {
             if let Some(r) = super::found_row(table, outcome.result(h))? {
-                whole.push((
-                    sql_row(table, r.values(), r.columns(), ctx.env.tz_secs),
-                    key.clone(),
-                ));
+                whole.push((sql_row_of(table, r, ctx.env.tz_secs), key.clone()));
             }
         }
     }
@@ -302,7 +299,7 @@ fn wait_for(
     let Some(r) = super::found_row(table, outcome.result(h))? else {
         return Ok(None);
     };
-    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+    let row = sql_row_of(table, r, ctx.env.tz_secs);
     if passes(c, &row, ctx)? {
         return Ok(Some(row));
     }

@@ -2,7 +2,7 @@
 //! column's [`SqlType`], with MySQL's strict-mode checks on the way in, and
 //! [`Val`] → [`SqlValue`] for result rows per the column's metadata.
 
-use schema::{Collation, Value};
+use schema::{Collation, Value, ValueRef};
 
 use crate::engine::catalog::{SqlColumn, SqlType};
 use crate::engine::expr::value::{
@@ -56,16 +56,23 @@ pub fn from_native_owned(v: Value, ty: &SqlType, tz_secs: i64) -> Val {
 /// A stored value as SQL sees it; `tz_secs`: the session's time zone
 /// (seconds east of UTC), in which a TIMESTAMP (stored as UTC) is shown.
 pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {
+    from_native_ref(v.as_ref(), ty, tz_secs)
+}
+
+/// [`from_native`] of a borrowed value: what a row still in its reply's
+/// bytes gives (`skarv_client::Row::each_value`), converted without a
+/// native copy between (a string is copied once, into the SQL value).
+pub fn from_native_ref(v: ValueRef<'_>, ty: &SqlType, tz_secs: i64) -> Val {
     match (v, ty) {
-        (Value::Null, _) => Val::Null,
-        (Value::Int(m), SqlType::Time { .. }) => Val::Time(*m),
-        (Value::UInt(i) | Value::Bit(i), SqlType::Enum(members)) => {
-            match usize::try_from(*i).ok().and_then(|i| i.checked_sub(1)) {
+        (ValueRef::Null, _) => Val::Null,
+        (ValueRef::Int(m), SqlType::Time { .. }) => Val::Time(m),
+        (ValueRef::UInt(i) | ValueRef::Bit(i), SqlType::Enum(members)) => {
+            match usize::try_from(i).ok().and_then(|i| i.checked_sub(1)) {
                 Some(at) => Val::str(members.get(at).cloned().unwrap_or_default()),
                 None => Val::str(""),
             }
         }
-        (Value::UInt(bits), SqlType::Set(members)) => {
+        (ValueRef::UInt(bits), SqlType::Set(members)) => {
             let names: Vec<&str> = members
                 .iter()
                 .enumerate()
@@ -74,26 +81,26 @@ pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {
                 .collect();
             Val::str(names.join(","))
         }
-        (Value::Int(i), _) => Val::Int(*i),
-        (Value::UInt(u), _) => Val::UInt(*u),
-        (Value::Float(f), _) => Val::Double(f64::from(*f)),
-        (Value::Double(f), _) => Val::Double(*f),
+        (ValueRef::Int(i), _) => Val::Int(i),
+        (ValueRef::UInt(u), _) => Val::UInt(u),
+        (ValueRef::Float(f), _) => Val::Double(f64::from(f)),
+        (ValueRef::Double(f), _) => Val::Double(f),
         // The column's scale, as MySQL shows a DECIMAL column's values.
-        (Value::Decimal(d), SqlType::Decimal { scale, .. }) => match d.to_scaled(*scale) {
+        (ValueRef::Decimal(d), SqlType::Decimal { scale, .. }) => match d.to_scaled(*scale) {
             // The common case: the mantissa as it is, no text between.
             Some(m) => Val::Dec(Dec::new(m, *scale)),
             None => Dec::parse(&d.to_string())
                 .map_or(Val::Null, |x| Val::Dec(x.rescale(*scale).unwrap_or(x))),
         },
-        (Value::Decimal(d), _) => Dec::parse(&d.to_string()).map_or(Val::Null, Val::Dec),
-        (Value::String(s), _) => Val::Str(s.clone().into_bytes()),
-        (Value::Bytes(b), _) => Val::Str(b.clone()),
-        (Value::Date(d), _) => Val::Date(Date {
+        (ValueRef::Decimal(d), _) => Dec::parse(&d.to_string()).map_or(Val::Null, Val::Dec),
+        (ValueRef::Str(s), _) => Val::Str(s.as_bytes().to_vec()),
+        (ValueRef::Bytes(b), _) => Val::Str(b.to_vec()),
+        (ValueRef::Date(d), _) => Val::Date(Date {
             year: d.year,
             month: d.month,
             day: d.day,
         }),
-        (Value::DateTime(dt), _) => Val::DateTime(
+        (ValueRef::DateTime(dt), _) => Val::DateTime(
             Date {
                 year: dt.date.year,
                 month: dt.date.month,
@@ -107,14 +114,15 @@ pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {
             },
         ),
         // The zero timestamp (see `to_native`).
-        (Value::Timestamp(0), _) => Val::DateTime(Date::default(), Time::default()),
-        (Value::Timestamp(m), _) => match datetime_of_micros(m.saturating_add(tz_secs * 1_000_000))
-        {
-            Some((d, t)) => Val::DateTime(d, t),
-            None => Val::Null,
-        },
-        (Value::Bit(b), _) => Val::UInt(*b),
-        (Value::BlobHead { inline, .. }, _) => Val::Str(inline.clone()),
+        (ValueRef::Timestamp(0), _) => Val::DateTime(Date::default(), Time::default()),
+        (ValueRef::Timestamp(m), _) => {
+            match datetime_of_micros(m.saturating_add(tz_secs * 1_000_000)) {
+                Some((d, t)) => Val::DateTime(d, t),
+                None => Val::Null,
+            }
+        }
+        (ValueRef::Bit(b), _) => Val::UInt(b),
+        (ValueRef::BlobHead { inline, .. }, _) => Val::Str(inline.to_vec()),
     }
 }
 

@@ -14,7 +14,7 @@ use schema::Value;
 use skarv_client::Transaction;
 use skarv_client::{ExecMode, Filter, Op, OpResult, ScanOptions};
 
-use super::{fetch, sql_row, sql_row_owned, RowLock, FETCH_ROWS_MAX};
+use super::{fetch, sql_row_of, RowLock, FETCH_ROWS_MAX};
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{Ctx, Expr, Val};
@@ -809,7 +809,7 @@ fn read_batch(
                 for (at, h) in handles.into_iter().enumerate() {
                     match outcome.result(h) {
                         Some(OpResult::Row(r)) => {
-                            rows.push(sql_row(table, r.values(), r.columns(), ctx.env.tz_secs));
+                            rows.push(sql_row_of(table, r, ctx.env.tz_secs));
                             row_of[at] = Some(rows.len() - 1);
                         }
                         Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {
@@ -893,15 +893,14 @@ fn read_batch(
                     .scan(native_table, options)
                     .map_err(|e| txn::native_error_in(&e, &table.name))?;
                 for r in scan {
-                    let mut r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
                     ctx.check_killed()?;
                     if rows.len() >= FETCH_ROWS_MAX {
                         return Err(SqlError::unsupported(format_args!(
                             "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"
                         )));
                     }
-                    let values = r.take_values();
-                    rows.push(sql_row_owned(table, values, r.columns(), ctx.env.tz_secs));
+                    rows.push(sql_row_of(table, &r, ctx.env.tz_secs));
                 }
             }
             // The rows in key order, for each outer row's binary search;

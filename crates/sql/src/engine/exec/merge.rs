@@ -30,7 +30,7 @@ use super::super::expr::{Ctx, Expr, Val};
 use super::super::plan::Access;
 use super::super::txn;
 use super::select::order_cmp;
-use super::sql_row_owned;
+use super::sql_row_of;
 use crate::error::SqlResult;
 
 /// Most partitions one merged read scans at once: each is a scan (and a
@@ -391,14 +391,13 @@ fn next_row(
 ) -> SqlResult<Option<Vec<Val>>> {
     let error = |e: skarv_client::Error| txn::native_error_in(&e, &table.name);
     while let Some(r) = scan.next() {
-        let mut r = r.map_err(error)?;
+        let r = r.map_err(error)?;
         ctx.check_killed()?;
         // The next batch travels while the rest of this one is merged.
         if scan.buffered() < enough {
             scan.prefetch().map_err(error)?;
         }
-        let values = r.take_values();
-        let row = sql_row_owned(table, values, r.columns(), ctx.env.tz_secs);
+        let row = sql_row_of(table, &r, ctx.env.tz_secs);
         if let Some(c) = recheck {
             if !c.test(&row, ctx)? {
                 continue;

@@ -499,18 +499,6 @@ pub fn with_scope<R>(
     f(&mut scope)
 }
 
-/// [`sql_row`] of values the caller owns: strings move, not copied.
-pub(crate) fn sql_row_owned(
-    table: &TableInfo,
-    values: Vec<Value>,
-    positions: &[usize],
-    tz_secs: i64,
-) -> Vec<Val> {
-    place_row(table, values, positions, |v, ty| {
-        convert::from_native_owned(v, ty, tz_secs)
-    })
-}
-
 /// The native names of the columns of `table` that `exprs` name, with
 /// the primary key's (what a read of only those must ask for), or None
 /// when they name every column.
@@ -574,6 +562,23 @@ pub(crate) fn sql_row(
     place_row(table, values, positions, |v, ty| {
         convert::from_native(v, ty, tz_secs)
     })
+}
+
+/// [`sql_row`] of a native row, its values converted as they are decoded
+/// (`Row::each_value`): no native copy of the row between.
+pub(crate) fn sql_row_of(table: &TableInfo, r: &skarv_client::Row, tz_secs: i64) -> Vec<Val> {
+    let mut row = Vec::with_capacity(table.columns.len());
+    row.resize_with(table.columns.len(), || Val::Null);
+    let mut positions = r.columns().iter();
+    r.each_value(|v| {
+        let Some(pos) = positions.next() else {
+            return;
+        };
+        if let Some(at) = table.sql_column(*pos) {
+            row[at] = convert::from_native_ref(v, &table.columns[at].ty, tz_secs);
+        }
+    });
+    row
 }
 
 /// Each value converted into the place of its column (by the table
@@ -815,12 +820,12 @@ pub(crate) fn fetch_each<'c>(
                     let Some(r) = found_row(table, outcome.result(h))? else {
                         continue;
                     };
-                    let key = primary_key_of(table, r.values(), r.columns());
+                    let key = primary_key_of_row(table, r);
                     // One key finds one row: nothing to compare.
                     if keys.len() > 1 && !seen.insert(key_bytes(&key)) {
                         continue;
                     }
-                    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+                    let row = sql_row_of(table, r, ctx.env.tz_secs);
                     if !keep(row, key, ctx)? {
                         return Ok(());
                     }
@@ -936,7 +941,7 @@ pub(crate) fn fetch_each<'c>(
                         continue;
                     }
                     if let Some(seen) = &mut seen {
-                        let key = primary_key_of(table, r.values(), r.columns());
+                        let key = primary_key_of_row(table, &r);
                         if !seen.insert(key_bytes(&key)) {
                             continue;
                         }
@@ -944,12 +949,11 @@ pub(crate) fn fetch_each<'c>(
                     let key = if lock.is_some() {
                         r.key().to_vec()
                     } else if shape.keyed {
-                        primary_key_of(table, r.values(), r.columns())
+                        primary_key_of_row(table, &r)
                     } else {
                         Vec::new()
                     };
-                    let values = r.take_values();
-                    let row = sql_row_owned(table, values, r.columns(), ctx.env.tz_secs);
+                    let row = sql_row_of(table, &r, ctx.env.tz_secs);
                     if !keep(row, key, ctx)? {
                         break 'ranges;
                     }
@@ -1059,24 +1063,25 @@ pub(crate) fn found_row<'o>(
     }
 }
 
-pub(crate) fn primary_key_of(
-    table: &TableInfo,
-    values: &[Value],
-    positions: &[usize],
-) -> Vec<Value> {
-    table
-        .native
-        .def()
-        .primary_key
-        .iter()
-        .map(|k| {
-            positions
-                .iter()
-                .position(|p| p == k)
-                .and_then(|at| values.get(at).cloned())
-                .unwrap_or(Value::Null)
-        })
-        .collect()
+/// The primary key's values of a native row (NULL for a key column it
+/// did not read), only those copied out of it.
+pub(crate) fn primary_key_of_row(table: &TableInfo, r: &skarv_client::Row) -> Vec<Value> {
+    let pk = &table.native.def().primary_key;
+    let mut key = vec![Value::Null; pk.len()];
+    let mut found = vec![false; pk.len()];
+    let mut positions = r.columns().iter();
+    r.each_value(|v| {
+        let Some(pos) = positions.next() else {
+            return;
+        };
+        // A column read twice: its first value.
+        if let Some(k) = pk.iter().position(|k| k == pos) {
+            if !std::mem::replace(&mut found[k], true) {
+                key[k] = v.to_value();
+            }
+        }
+    });
+    key
 }
 
 /// The statement text, for the names MySQL gives unaliased items (the

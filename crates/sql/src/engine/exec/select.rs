@@ -2966,13 +2966,13 @@ pub(crate) fn finish_deferred<'s>(
         let mut found = Vec::new();
         if let Some(r) = super::found_row(&table, outcome.result(read))? {
             ctx.check_killed()?;
-            let row = super::sql_row(&table, r.values(), r.columns(), ctx.env.tz_secs);
+            let row = super::sql_row_of(&table, r, ctx.env.tz_secs);
             let pass = match &p.cond {
                 Some(c) => c.test(&row, &mut ctx)?,
                 None => true,
             };
             if pass {
-                let key = super::primary_key_of(&table, r.values(), r.columns());
+                let key = super::primary_key_of_row(&table, r);
                 found.push((row, key));
             }
         }
