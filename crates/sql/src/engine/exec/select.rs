@@ -314,6 +314,25 @@ fn plan_query_body(
             ));
         }
     }
+    // A set operation inside another is a derived table to MariaDB: its
+    // column names (its first SELECT's) must differ (`--set-ops` seed 39:
+    // `… EXCEPT SELECT t1_id, t1_id FROM t2 INTERSECT ALL …`).
+    let mut nested = Vec::new();
+    nested_set_ops(&q.body, (false, false), &mut 0, &mut nested);
+    for at in nested {
+        let names = &planned[at].metas;
+        for (i, m) in names.iter().enumerate() {
+            if names[..i]
+                .iter()
+                .any(|o| o.name.eq_ignore_ascii_case(&m.name))
+            {
+                return Err(SqlError::new(
+                    codes::DUP_FIELDNAME,
+                    format!("Duplicate column name '{}'", m.name),
+                ));
+            }
+        }
+    }
     let (mut kinds, mut nullable) = planned
         .first()
         .map(|p| (p.kinds.clone(), p.nullable.clone()))
@@ -440,6 +459,38 @@ fn plan_query_body(
         calc_found_rows,
         placeholders: placeholders.to_vec(),
     })
+}
+
+/// The first SELECT (numbered as `collect_selects` numbers them) of each
+/// set operation MariaDB reads as a derived table: one that is the right
+/// operand of another (INTERSECT binds first: `a UNION b INTERSECT c`),
+/// or a parenthesised one that is an operand. A chain to the left (`a
+/// INTERSECT b INTERSECT c`, `a EXCEPT b UNION c`) is read in place.
+/// `(bare, parenthesised)`: whether `body` is such an operand when it is
+/// an operation as it stands, and when it is one in parentheses.
+fn nested_set_ops(
+    body: &SetExpr,
+    (bare, parenthesised): (bool, bool),
+    next: &mut usize,
+    out: &mut Vec<usize>,
+) {
+    match body {
+        SetExpr::Query(q) => match &*q.body {
+            op @ SetExpr::SetOperation { .. } => {
+                nested_set_ops(op, (parenthesised, parenthesised), next, out)
+            }
+            other => nested_set_ops(other, (bare, parenthesised), next, out),
+        },
+        SetExpr::SetOperation { left, right, .. } => {
+            if bare {
+                out.push(*next);
+            }
+            nested_set_ops(left, (false, true), next, out);
+            nested_set_ops(right, (true, true), next, out);
+        }
+        // A SELECT (the only other arm `collect_selects` takes).
+        _ => *next += 1,
+    }
 }
 
 /// `SQL_CALC_FOUND_ROWS` anywhere but the statement's first SELECT.
