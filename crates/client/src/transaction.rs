@@ -277,7 +277,7 @@ impl RawRow {
     fn values<'r>(
         (count, range): &(usize, Range<usize>),
         bytes: &'r [u8],
-    ) -> proto::ops::Values<'r> {
+    ) -> proto::value::TrustedValues<'r> {
         // SAFETY: the type's invariant: these bytes' values were checked
         // when the row was made, and have not changed.
         unsafe { proto::value::trusted_values(&bytes[range.clone()], *count) }

@@ -906,7 +906,6 @@ impl<'a> OpView<'a> {
         Values {
             r: Reader::new(self.keys, "op keys"),
             left: self.key_count(),
-            trusted: false,
         }
     }
 
@@ -1465,9 +1464,6 @@ pub(crate) fn column_at<'t>(
 pub struct Values<'a> {
     pub(crate) r: Reader<'a>,
     pub(crate) left: usize,
-    /// Every value was checked on these very bytes (`value::trusted_values`):
-    /// a string's UTF-8 is not validated again.
-    pub(crate) trusted: bool,
 }
 
 impl<'a> Iterator for Values<'a> {
@@ -1479,9 +1475,6 @@ impl<'a> Iterator for Values<'a> {
             return None;
         }
         self.left -= 1;
-        if self.trusted {
-            return crate::value::trusted_value(&mut self.r);
-        }
         validated_value(&mut self.r)
     }
 

@@ -940,16 +940,18 @@ pub(crate) fn fetch_each<'c>(
                         }
                         continue;
                     }
+                    let mut primary_key = None;
                     if let Some(seen) = &mut seen {
                         let key = primary_key_of_row(table, &r);
                         if !seen.insert(key_bytes(&key)) {
                             continue;
                         }
+                        primary_key = Some(key);
                     }
                     let key = if lock.is_some() {
                         r.key().to_vec()
                     } else if shape.keyed {
-                        primary_key_of_row(table, &r)
+                        primary_key.unwrap_or_else(|| primary_key_of_row(table, &r))
                     } else {
                         Vec::new()
                     };
